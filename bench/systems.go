@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // for creating the sbtest database
+)
+
+// System is a running database under test.
+type System interface {
+	// Targets are its SQL endpoints (one per node).
+	Targets() []Target
+	// Stop shuts it down.
+	Stop()
+}
+
+// Certus is a set of certus node processes started for a benchmark.
+type Certus struct {
+	procs   []*exec.Cmd
+	targets []Target
+	// HTTP are the nodes' HTTP addresses (for profiles).
+	HTTP      []string
+	dir       string
+	firstPeer string
+	// Keep leaves the data dirs and logs in Dir after Stop.
+	Keep bool
+}
+
+// Dir holds the nodes' data dirs and logs.
+func (c *Certus) Dir() string { return c.dir }
+
+// StartCertus starts nodes certus processes from bin (the first
+// bootstraps, the others join) with extra flags, waits until they are
+// Synced, and creates the sbtest database.
+func StartCertus(bin string, nodes int, extra ...string) (*Certus, error) {
+	dir, err := os.MkdirTemp("", "certus-bench-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Certus{dir: dir}
+	for i := 1; i <= nodes; i++ {
+		httpAddr, err := c.startNode(bin, i, extra)
+		if err == nil {
+			err = waitHealth(httpAddr, time.Minute)
+		}
+		if err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("certus n%d: %w (log in %s)", i, err, dir)
+		}
+	}
+	if err := createSBTest(c.targets[0]); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// startNode starts node i (from 1; the first bootstraps, the others join
+// it) and returns its HTTP address.
+func (c *Certus) startNode(bin string, i int, extra []string) (string, error) {
+	sqlAddr, httpAddr, peerAddr := freeAddr(), freeAddr(), freeAddr()
+	args := []string{"node", "--name", fmt.Sprintf("n%d", i), "--data-dir", c.DataDir(i),
+		"--sql-addr", sqlAddr, "--http-addr", httpAddr, "--peer-addr", peerAddr}
+	if i == 1 {
+		c.firstPeer = peerAddr
+	} else {
+		args = append(args, "--join", c.firstPeer)
+	}
+	cmd := exec.Command(bin, append(args, extra...)...)
+	logf, err := os.Create(filepath.Join(c.dir, fmt.Sprintf("n%d.log", i)))
+	if err != nil {
+		return "", err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	c.procs = append(c.procs, cmd)
+	host, port, _ := net.SplitHostPort(sqlAddr)
+	p, _ := strconv.Atoi(port)
+	c.targets = append(c.targets, Target{Name: fmt.Sprintf("certus n%d", i), Host: host, Port: p, User: "root"})
+	c.HTTP = append(c.HTTP, httpAddr)
+	return httpAddr, nil
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitHealth(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if healthy(addr) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("not Synced after %v", timeout)
+}
+
+// healthy reports whether a node's /health answers 200 (Synced, Primary).
+func healthy(addr string) bool {
+	resp, err := http.Get("http://" + addr + "/health")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func createSBTest(t Target) error {
+	db, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s:%d)/", t.User, t.Password, t.Host, t.Port))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS sbtest")
+	return err
+}
+
+// Targets implements System.
+func (c *Certus) Targets() []Target { return c.targets }
+
+// Stop implements System.
+func (c *Certus) Stop() {
+	for _, p := range c.procs {
+		if p.Process != nil {
+			_ = p.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, p := range c.procs {
+		if p.Process != nil {
+			done := make(chan struct{})
+			go func() { _ = p.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = p.Process.Kill()
+			}
+		}
+	}
+	if !c.Keep {
+		os.RemoveAll(c.dir)
+	}
+}
+
+// Anchor is a MariaDB or Galera system started by the anchor scripts of
+// ../shared/anchors/galera.
+type Anchor struct {
+	dir     string
+	script  string
+	targets []Target
+	nodes   int // cluster size the scripts were started with
+}
+
+// AnchorsAvailable reports whether the anchor scripts and MariaDB are here.
+func AnchorsAvailable(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "single.sh")); err != nil {
+		return false
+	}
+	_, err := exec.LookPath("mariadbd")
+	return err == nil
+}
+
+// StartMariaDB starts the plain MariaDB of the anchors (port 4306).
+func StartMariaDB(dir string) (*Anchor, error) {
+	a := &Anchor{dir: dir, script: "single.sh", targets: []Target{{Name: "mariadb", Host: "127.0.0.1", Port: 4306, User: "sb", Password: "sb"}}}
+	if err := a.run("start"); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// StartGalera starts the anchors' Galera cluster of n nodes (ports 4307+).
+func StartGalera(dir string, n int) (*Anchor, error) {
+	a := &Anchor{dir: dir, script: "cluster.sh", nodes: n}
+	for i := 1; i <= n; i++ {
+		a.targets = append(a.targets, Target{Name: fmt.Sprintf("galera n%d", i), Host: "127.0.0.1", Port: 4306 + i, User: "sb", Password: "sb"})
+	}
+	if err := a.run("start", strconv.Itoa(n)); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *Anchor) run(args ...string) error {
+	cmd := exec.Command("bash", append([]string{filepath.Join(a.dir, a.script)}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %v: %v\n%s", a.script, args, err, out)
+	}
+	return nil
+}
+
+// Targets implements System.
+func (a *Anchor) Targets() []Target { return a.targets }
+
+// Stop implements System.
+func (a *Anchor) Stop() {
+	if a.nodes > 0 {
+		_ = a.run("stop", strconv.Itoa(a.nodes))
+		return
+	}
+	_ = a.run("stop")
+}

@@ -1,0 +1,399 @@
+// Package certify is the deterministic certification index.
+//
+// Every node feeds the committed write-sets to Certify in log order and gets
+// the same verdicts, because the index is a pure function of the log: it
+// holds the writes of the write-sets that passed certification within a
+// sliding window of the last Window seqnos, and nothing else.
+//
+// A write-set conflicts when, for one of its keys, a write-set from another
+// origin that passed certification wrote the key at a seqno after the
+// position the key was read at; or when one of its tables had a schema
+// change after the catalog position it was built against; or (for a DDL that
+// rewrote a table from its own view) when anyone wrote the table after that
+// position. Writes from the same origin never conflict: the origin's row
+// locks ordered them.
+//
+// Pruning. The index forgets writes at or below its horizon: the lowest
+// LastSeen reported by an origin that wrote within the window (LastSeen is
+// the oldest position any of the origin's open transactions may certify
+// against), and never below seqno-Window. A key read at a position below the
+// horizon can no longer be checked and fails conservatively. Since both the
+// horizon and the window are computed from the log alone, pruning never makes
+// two nodes decide differently.
+package certify
+
+import (
+	"fmt"
+
+	"github.com/certusdb/certus/writeset"
+)
+
+// Config configures an Index. The zero value is not valid; use Defaults.
+type Config struct {
+	// Window is how many seqnos of history the index may keep. A
+	// transaction whose read position is older than seqno-Window fails
+	// certification. Restart replays the last Window log entries, so the
+	// raft log must retain at least that many.
+	Window uint64
+	// MaxKeys bounds the number of keys the index holds. When exceeded the
+	// horizon advances (deterministically) until it fits.
+	MaxKeys int
+}
+
+// Defaults returns the default configuration.
+func Defaults() Config {
+	return Config{Window: 100_000, MaxKeys: 4_000_000}
+}
+
+// Reason says why a write-set failed certification.
+type Reason uint8
+
+// Verdict reasons.
+const (
+	ReasonNone      Reason = iota
+	ReasonKey              // a key was written by another origin after it was read
+	ReasonTooOld           // a read position is below the horizon
+	ReasonSchema           // a table's schema changed after the write-set's catalog position
+	ReasonTable            // a rewriting DDL raced with writes to its table
+	ReasonDuplicate        // the same write-set id was already decided
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonNone:
+		return "ok"
+	case ReasonKey:
+		return "key conflict"
+	case ReasonTooOld:
+		return "read position below certification horizon"
+	case ReasonSchema:
+		return "table definition changed"
+	case ReasonTable:
+		return "table written during DDL"
+	case ReasonDuplicate:
+		return "duplicate write-set"
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// Verdict is the outcome of certifying one write-set.
+type Verdict struct {
+	OK     bool
+	Reason Reason
+	// Conflict is the seqno of the write that caused the conflict, if any.
+	Conflict uint64
+}
+
+// writer remembers the latest write to a key or table: the latest writer's
+// seqno and origin, and the latest seqno written by any other origin.
+type writer struct {
+	seq    uint64
+	origin uint64
+	other  uint64
+}
+
+func (w *writer) record(seq, origin uint64) {
+	if origin != w.origin {
+		w.other = w.seq
+		w.origin = origin
+	}
+	w.seq = seq
+}
+
+// latestNotBy returns the latest seqno written by an origin other than o.
+func (w *writer) latestNotBy(o uint64) uint64 {
+	if o == w.origin {
+		return w.other
+	}
+	return w.seq
+}
+
+type tableState struct {
+	writes writer
+	ddl    uint64
+}
+
+// entry is what the index keeps of one certified write-set for pruning and
+// for the window of recent origins.
+type entry struct {
+	seq      uint64
+	id       writeset.ID
+	lastSeen uint64
+	keys     []string
+	ok       bool
+}
+
+// Index is the certification index. It is not safe for concurrent use.
+type Index struct {
+	cfg     Config
+	keys    map[string]*writer
+	tables  map[uint64]*tableState
+	decided map[writeset.ID]uint64
+	log     []entry // certified write-sets in seqno order, oldest first
+	pruned  int     // log[:pruned] are at or below the horizon and forgotten
+	horizon uint64
+	last    uint64
+	// origins maps an origin to the count of its write-sets in log, and its
+	// latest LastSeen.
+	origins map[uint64]*originState
+}
+
+type originState struct {
+	n        int
+	lastSeen uint64
+}
+
+// New returns an empty index.
+func New(cfg Config) *Index {
+	if cfg.Window == 0 {
+		cfg.Window = Defaults().Window
+	}
+	if cfg.MaxKeys == 0 {
+		cfg.MaxKeys = Defaults().MaxKeys
+	}
+	return &Index{
+		cfg:     cfg,
+		keys:    map[string]*writer{},
+		tables:  map[uint64]*tableState{},
+		decided: map[writeset.ID]uint64{},
+		origins: map[uint64]*originState{},
+	}
+}
+
+// DecidedAt returns the seqno at which the write-set id was decided, if
+// that is within the window.
+func (ix *Index) DecidedAt(id writeset.ID) (uint64, bool) {
+	s, ok := ix.decided[id]
+	return s, ok
+}
+
+// Horizon is the seqno at or below which writes are forgotten.
+func (ix *Index) Horizon() uint64 { return ix.horizon }
+
+// Len is the number of keys held.
+func (ix *Index) Len() int { return len(ix.keys) }
+
+// Last is the seqno of the last write-set seen.
+func (ix *Index) Last() uint64 { return ix.last }
+
+// Certify decides ws at seqno and, when it passes, records its writes.
+// Seqnos must be increasing.
+func (ix *Index) Certify(seqno uint64, ws *writeset.WriteSet) Verdict {
+	v := ix.check(ws)
+	ix.Record(seqno, ws, v.OK)
+	return v
+}
+
+func (ix *Index) check(ws *writeset.WriteSet) Verdict {
+	if _, dup := ix.decided[ws.ID]; dup {
+		return Verdict{Reason: ReasonDuplicate}
+	}
+	if ws.Flags&writeset.FlagHeartbeat != 0 {
+		return Verdict{OK: true}
+	}
+	origin := ws.ID.Origin
+	for _, t := range ws.Tables {
+		if t.SchemaPos < ix.horizon {
+			return Verdict{Reason: ReasonTooOld}
+		}
+		ts := ix.tables[t.ID]
+		if ts == nil {
+			continue
+		}
+		if ts.ddl > t.SchemaPos {
+			return Verdict{Reason: ReasonSchema, Conflict: ts.ddl}
+		}
+		if t.Flags&writeset.TableRewrite != 0 && ts.writes.seq > t.SchemaPos {
+			return Verdict{Reason: ReasonTable, Conflict: ts.writes.seq}
+		}
+	}
+	for _, k := range ws.Keys {
+		if k.Pos < ix.horizon {
+			return Verdict{Reason: ReasonTooOld}
+		}
+		w := ix.keys[string(k.Key)]
+		if w == nil {
+			continue
+		}
+		if s := w.latestNotBy(origin); s > k.Pos {
+			return Verdict{Reason: ReasonKey, Conflict: s}
+		}
+	}
+	return Verdict{OK: true}
+}
+
+// Record adds ws at seqno with its verdict and advances the window.
+// Certify uses it after checking.
+func (ix *Index) Record(seqno uint64, ws *writeset.WriteSet, ok bool) {
+	ix.record(seqno, ws, ok)
+	ix.advance(seqno)
+}
+
+// Replay adds ws at seqno with a verdict decided earlier, without moving
+// the horizon. A restarting node replays the log window (the last Window
+// entries before its applied seqno) with the verdicts it stored, then calls
+// FinishReplay with the horizon it stored at that seqno.
+func (ix *Index) Replay(seqno uint64, ws *writeset.WriteSet, ok bool) {
+	ix.record(seqno, ws, ok)
+}
+
+// FinishReplay ends a replay: it sets the horizon that was in force at the
+// last replayed seqno and prunes accordingly, which leaves the index exactly
+// as it was on the node that certified those entries first.
+func (ix *Index) FinishReplay(last, horizon uint64) {
+	if last > ix.last {
+		ix.last = last
+	}
+	ix.horizon = horizon
+	floor := ix.floor(ix.last)
+	ix.forget(ix.dropLog(floor))
+	ix.forgetBelowHorizon()
+}
+
+func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, ok bool) {
+	if seqno <= ix.last {
+		panic(fmt.Sprintf("certify: seqno %d after %d", seqno, ix.last))
+	}
+	ix.last = seqno
+	e := entry{seq: seqno, id: ws.ID, lastSeen: ws.LastSeen, ok: ok}
+	if _, dup := ix.decided[ws.ID]; !dup {
+		ix.decided[ws.ID] = seqno
+	}
+	if ok {
+		origin := ws.ID.Origin
+		e.keys = make([]string, len(ws.Keys))
+		for i, k := range ws.Keys {
+			s := string(k.Key)
+			e.keys[i] = s
+			w := ix.keys[s]
+			if w == nil {
+				w = &writer{}
+				ix.keys[s] = w
+			}
+			w.record(seqno, origin)
+		}
+		for _, t := range ws.Tables {
+			ts := ix.tables[t.ID]
+			if ts == nil {
+				ts = &tableState{}
+				ix.tables[t.ID] = ts
+			}
+			ts.writes.record(seqno, origin)
+			if t.Flags&writeset.TableSchemaChange != 0 {
+				ts.ddl = seqno
+			}
+		}
+	}
+	os := ix.origins[ws.ID.Origin]
+	if os == nil {
+		os = &originState{}
+		ix.origins[ws.ID.Origin] = os
+	}
+	os.n++
+	if ws.LastSeen > os.lastSeen {
+		os.lastSeen = ws.LastSeen
+	}
+	ix.log = append(ix.log, e)
+}
+
+// Skip notes a log position that carried no write-set (a configuration
+// change or an empty entry), so the window moves with the log.
+func (ix *Index) Skip(seqno uint64) {
+	if seqno <= ix.last {
+		return
+	}
+	ix.last = seqno
+	ix.advance(seqno)
+}
+
+// ReplaySkip is Skip during a replay.
+func (ix *Index) ReplaySkip(seqno uint64) {
+	if seqno > ix.last {
+		ix.last = seqno
+	}
+}
+
+func (ix *Index) floor(seqno uint64) uint64 {
+	if seqno > ix.cfg.Window {
+		return seqno - ix.cfg.Window
+	}
+	return 0
+}
+
+// advance moves the window to seqno: it drops entries that left it,
+// recomputes the horizon (never lowering it) and forgets writes at or below
+// the horizon.
+func (ix *Index) advance(seqno uint64) {
+	floor := ix.floor(seqno)
+	dropped := ix.dropLog(floor)
+	h := seqno
+	for _, os := range ix.origins {
+		if os.lastSeen < h {
+			h = os.lastSeen
+		}
+	}
+	ix.horizon = max(ix.horizon, h, floor)
+	ix.forget(dropped)
+	ix.forgetBelowHorizon()
+	for len(ix.keys) > ix.cfg.MaxKeys && ix.pruned < len(ix.log) {
+		ix.horizon = max(ix.horizon, ix.log[ix.pruned].seq)
+		ix.forgetBelowHorizon()
+	}
+}
+
+// dropLog removes log entries with seq < floor, forgetting their ids and
+// origin counts, and returns them (valid until the next call).
+func (ix *Index) dropLog(floor uint64) []entry {
+	i := 0
+	for ; i < len(ix.log) && ix.log[i].seq < floor; i++ {
+		e := &ix.log[i]
+		if ix.decided[e.id] == e.seq {
+			delete(ix.decided, e.id)
+		}
+		if os := ix.origins[e.id.Origin]; os != nil {
+			os.n--
+			if os.n == 0 {
+				delete(ix.origins, e.id.Origin)
+			}
+		}
+	}
+	if i == 0 {
+		return nil
+	}
+	dropped := ix.log[:i:i]
+	ix.log = ix.log[i:]
+	ix.pruned = max(ix.pruned-i, 0)
+	// the backing array is reclaimed when append reallocates; keep the
+	// dropped prefix from pinning memory forever by compacting when the
+	// live part is small relative to the capacity
+	if cap(ix.log) > 1024 && len(ix.log) < cap(ix.log)/4 {
+		ix.log = append(make([]entry, 0, 2*len(ix.log)+16), ix.log...)
+	}
+	return dropped
+}
+
+// forget deletes the keys of entries whose latest write is at or below the
+// horizon.
+func (ix *Index) forget(entries []entry) {
+	for i := range entries {
+		ix.forgetKeys(&entries[i])
+	}
+}
+
+// forgetBelowHorizon forgets the keys of log entries at or below the horizon
+// not forgotten yet.
+func (ix *Index) forgetBelowHorizon() {
+	for ix.pruned < len(ix.log) && ix.log[ix.pruned].seq <= ix.horizon {
+		ix.forgetKeys(&ix.log[ix.pruned])
+		ix.pruned++
+	}
+}
+
+func (ix *Index) forgetKeys(e *entry) {
+	for _, k := range e.keys {
+		if w := ix.keys[k]; w != nil && w.seq <= ix.horizon {
+			delete(ix.keys, k)
+		}
+	}
+	e.keys = nil
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/certusdb/certus/bench"
+)
+
+// cluster3 is a 3-node system in a cluster benchmark.
+type cluster3 struct {
+	name    string
+	targets []bench.Target
+}
+
+func benchClusterCmd() *cobra.Command {
+	var scenarios, anchors string
+	var tables, size, threads, tries int
+	var dur, staleTime time.Duration
+	var noGalera bool
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "3-node Certus and 3-node Galera side by side: scenarios b–e of the anchors",
+		Long: `Start a 3-node Certus cluster (from this binary, --sync-commit=false like
+Galera's innodb_flush_log_at_trx_commit=2) and, when the anchor scripts and
+MariaDB/Galera are installed, the 3-node Galera cluster of
+../shared/anchors/galera (cluster.sh); prepare the same sysbench tables on
+both and run, alternating which system goes first:
+
+  b  all load on node 1: oltp_read_write, oltp_point_select, oltp_write_only
+  c  load spread: one sysbench per node (threads/3 each): oltp_read_write, oltp_write_only
+  d  causal-read cost: oltp_read_only on node 2 with wsrep_sync_wait 0 and 3
+     while oltp_write_only runs on node 1 (threads/2 each)
+  e  stale reads: commit on node 1, read at once on nodes 2 and 3, with
+     wsrep_sync_wait 0 and 1, under oltp_write_only load on node 1
+
+Prints one table per scenario with both systems and the ratio. Holds
+/tmp/bench.lock while running.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			self, unlock, err := benchStart()
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			progress("starting a 3-node certus cluster...")
+			c, err := bench.StartCertus(self, 3, "--sync-commit=false")
+			if err != nil {
+				return err
+			}
+			defer c.Stop()
+			systems := []cluster3{{"Certus", c.Targets()}}
+			if !noGalera && bench.AnchorsAvailable(anchors) {
+				progress("starting a 3-node Galera cluster (anchors cluster.sh)...")
+				g, err := bench.StartGalera(anchors, 3)
+				if err != nil {
+					return err
+				}
+				defer g.Stop()
+				systems = append(systems, cluster3{"Galera", g.Targets()})
+			} else if !noGalera {
+				progress("Galera or the anchor scripts (%s) are not installed: Certus only", anchors)
+			}
+			opts := bench.SysbenchOpts{Tables: tables, TableSize: size, Threads: threads, Time: dur}
+			for _, s := range systems {
+				progress("preparing %d x %d rows on %s node 1...", tables, size, s.name)
+				_ = bench.Sysbench(s.targets[0], "oltp_read_write", "cleanup", opts)
+				if r := bench.Sysbench(s.targets[0], "oltp_read_write", "prepare", opts); r.Failed {
+					return fmt.Errorf("prepare on %s: %s", s.name, r.FailureReason)
+				}
+			}
+			fmt.Printf("\n3-node clusters on one machine, sysbench 1.0.20, %d tables x %d rows, %s per run\n", tables, size, dur)
+			for _, sc := range strings.Split(scenarios, ",") {
+				switch strings.TrimSpace(sc) {
+				case "b":
+					scenarioB(systems, opts)
+				case "c":
+					scenarioC(systems, opts)
+				case "d":
+					scenarioD(systems, opts)
+				case "e":
+					scenarioE(systems, opts, tries, staleTime)
+				default:
+					return fmt.Errorf("unknown scenario %q (b, c, d, e)", sc)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&scenarios, "scenarios", "b,c,d,e", "comma-separated scenarios")
+	f.IntVar(&threads, "threads", 16, "sysbench threads (split over nodes in c and d)")
+	f.IntVar(&tables, "tables", 4, "tables")
+	f.IntVar(&size, "size", 50000, "rows per table")
+	f.DurationVar(&dur, "time", 30*time.Second, "duration of each sysbench run")
+	f.IntVar(&tries, "stale-tries", 3000, "write-then-read tries of the stale-read probe (e)")
+	f.DurationVar(&staleTime, "stale-time", 20*time.Second, "time limit of each stale-read probe (e)")
+	f.StringVar(&anchors, "anchors", defaultAnchors, "directory of the Galera/MariaDB anchor scripts")
+	f.BoolVar(&noGalera, "no-galera", false, "run Certus only")
+	return cmd
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// alternate runs fn for each system, the first system going first on
+// even rounds and last on odd ones.
+func alternate(systems []cluster3, round int, fn func(i int, s cluster3)) {
+	for k := range systems {
+		i := (k + round) % len(systems)
+		fn(i, systems[i])
+	}
+}
+
+// ratioHeader adds the per-system column titles and the ratio column.
+func ratioHeader(systems []cluster3, first []string, cols ...string) []string {
+	h := append([]string(nil), first...)
+	for _, s := range systems {
+		for _, c := range cols {
+			h = append(h, s.name+" "+c)
+		}
+	}
+	if len(systems) == 2 {
+		h = append(h, "Certus / Galera")
+	}
+	return h
+}
+
+func scenarioB(systems []cluster3, opts bench.SysbenchOpts) {
+	var rows [][]string
+	for round, w := range []string{"oltp_read_write", "oltp_point_select", "oltp_write_only"} {
+		res := make([]bench.Result, len(systems))
+		alternate(systems, round, func(i int, s cluster3) {
+			progress("b: %s, %d threads on %s node 1", w, opts.Threads, s.name)
+			res[i] = bench.Sysbench(s.targets[0], w, "run", opts)
+		})
+		row := []string{w, fmt.Sprint(opts.Threads)}
+		for _, r := range res {
+			row = append(row, fmt.Sprintf("%.0f", r.TPS), fmt.Sprintf("%.0f", r.QPS), fmt.Sprintf("%.2f", r.P95Ms), fmt.Sprint(r.Errors))
+		}
+		rows = append(rows, appendRatio(row, res, func(r bench.Result) float64 { return r.QPS }))
+	}
+	fmt.Printf("\nb. all load on node 1\n\n%s", bench.Table(ratioHeader(systems, []string{"workload", "threads"}, "tps", "qps", "p95 ms", "errors"), rows))
+}
+
+func scenarioC(systems []cluster3, opts bench.SysbenchOpts) {
+	per := opts
+	per.Threads = max(1, opts.Threads/3)
+	var rows [][]string
+	for round, w := range []string{"oltp_read_write", "oltp_write_only"} {
+		res := make([]bench.Result, len(systems))
+		alternate(systems, round, func(i int, s cluster3) {
+			progress("c: %s, %d threads on each %s node", w, per.Threads, s.name)
+			_, res[i] = bench.Spread(s.targets, w, per)
+		})
+		row := []string{w, fmt.Sprintf("3x%d", per.Threads)}
+		for _, r := range res {
+			row = append(row, fmt.Sprintf("%.0f", r.TPS), fmt.Sprintf("%.0f", r.QPS), fmt.Sprintf("%.1f", float64(r.Errors)/opts.Time.Seconds()))
+		}
+		rows = append(rows, appendRatio(row, res, func(r bench.Result) float64 { return r.TPS }))
+	}
+	fmt.Printf("\nc. load spread over the 3 nodes (errors: certification conflicts, retried by sysbench)\n\n%s",
+		bench.Table(ratioHeader(systems, []string{"workload", "threads"}, "tps", "qps", "errors/s"), rows))
+}
+
+func scenarioD(systems []cluster3, opts bench.SysbenchOpts) {
+	half := opts
+	half.Threads = max(1, opts.Threads/2)
+	var rows [][]string
+	base := make([]float64, len(systems))
+	for round, sw := range []int{0, 3} {
+		reads := make([]bench.Result, len(systems))
+		writes := make([]bench.Result, len(systems))
+		alternate(systems, round, func(i int, s cluster3) {
+			progress("d: %s, oltp_read_only on node 2 with wsrep_sync_wait=%d, oltp_write_only on node 1", s.name, sw)
+			var err error
+			reads[i], writes[i], err = bench.CausalCost(s.targets[0], s.targets[1], sw, half)
+			if err != nil {
+				progress("d: %s: %v", s.name, err)
+			}
+		})
+		row := []string{fmt.Sprint(sw)}
+		for i := range systems {
+			lost := ""
+			if sw == 0 {
+				base[i] = reads[i].QPS
+			} else if base[i] > 0 {
+				lost = fmt.Sprintf("%.1f%%", 100*(1-reads[i].QPS/base[i]))
+			}
+			row = append(row, fmt.Sprintf("%.0f", reads[i].QPS), fmt.Sprintf("%.2f", reads[i].P95Ms), fmt.Sprintf("%.0f", writes[i].TPS), lost)
+		}
+		rows = append(rows, appendRatio(row, reads, func(r bench.Result) float64 { return r.QPS }))
+	}
+	fmt.Printf("\nd. causal-read cost: oltp_read_only (%d threads) on node 2 while oltp_write_only (%d threads) runs on node 1\n\n%s",
+		half.Threads, half.Threads, bench.Table(ratioHeader(systems, []string{"wsrep_sync_wait"}, "read qps", "read p95 ms", "write tps", "read qps lost"), rows))
+}
+
+func scenarioE(systems []cluster3, opts bench.SysbenchOpts, tries int, limit time.Duration) {
+	bg := opts
+	bg.Threads = max(1, opts.Threads/2)
+	bg.Time = limit + 5*time.Second
+	var rows [][]string
+	for round, sw := range []int{0, 1} {
+		alternate(systems, round, func(i int, s cluster3) {
+			progress("e: %s, stale-read probe with wsrep_sync_wait=%d under oltp_write_only on node 1", s.name, sw)
+			done := make(chan bench.Result, 1)
+			go func() { done <- bench.Sysbench(s.targets[0], "oltp_write_only", "run", bg) }()
+			time.Sleep(3 * time.Second)
+			res, err := bench.StaleReads(s.targets[0], s.targets[1:], sw, tries, limit)
+			w := <-done
+			if err != nil {
+				progress("e: %s: %v", s.name, err)
+				rows = append(rows, []string{s.name, fmt.Sprint(sw), "probe failed: " + err.Error()})
+				return
+			}
+			row := []string{s.name, fmt.Sprint(sw), fmt.Sprint(res[0].Reads)}
+			for _, r := range res {
+				row = append(row, fmt.Sprintf("%d (%.1f%%)", r.Stale, r.StalePercent), fmt.Sprint(r.MaxLag), fmt.Sprintf("%.2f", r.AvgReadMs))
+			}
+			row = append(row, fmt.Sprintf("%.2f", res[0].AvgWriteMs), fmt.Sprintf("%.0f", w.TPS))
+			rows = append(rows, row)
+		})
+	}
+	fmt.Printf("\ne. stale reads: UPDATE on node 1, then SELECT at once on nodes 2 and 3\n\n%s",
+		bench.Table([]string{"system", "wsrep_sync_wait", "tries", "node 2 stale", "node 2 max lag", "node 2 read ms", "node 3 stale", "node 3 max lag", "node 3 read ms", "write ms", "background write tps"}, rows))
+}
+
+// appendRatio adds Certus/Galera of metric when both ran.
+func appendRatio(row []string, res []bench.Result, metric func(bench.Result) float64) []string {
+	if len(res) == 2 {
+		row = append(row, bench.Ratio(metric(res[0]), metric(res[1])))
+	}
+	return row
+}

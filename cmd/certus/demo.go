@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func demoCmd() *cobra.Command {
+	var dataDir, host string
+	var basePort int
+	var nodes int
+	var syncCommit bool
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a local 3-node cluster in the foreground",
+		Long: `Run a local cluster of --nodes certus processes on loopback, print how to
+connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
+(removed on exit) unless --data-dir is given (kept, and reused next time).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			keep := dataDir != ""
+			if !keep {
+				if dataDir, err = os.MkdirTemp("", "certus-demo-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(dataDir)
+			}
+			type proc struct {
+				name, sql, http, peer string
+				cmd                   *exec.Cmd
+			}
+			var procs []*proc
+			for i := 1; i <= nodes; i++ {
+				p := &proc{
+					name: fmt.Sprintf("node%d", i),
+					sql:  net.JoinHostPort(host, strconv.Itoa(basePort+i-1)),
+					http: net.JoinHostPort(host, strconv.Itoa(basePort+100+i-1)),
+					peer: net.JoinHostPort(host, strconv.Itoa(basePort+200+i-1)),
+				}
+				for _, a := range []string{p.sql, p.http, p.peer} {
+					if ln, err := net.Listen("tcp", a); err != nil {
+						return fmt.Errorf("port %s is busy (choose another --base-port): %w", a, err)
+					} else {
+						ln.Close()
+					}
+				}
+				procs = append(procs, p)
+			}
+			var wg sync.WaitGroup
+			stopAll := func() {
+				for _, p := range procs {
+					if p.cmd != nil && p.cmd.Process != nil {
+						_ = p.cmd.Process.Signal(syscall.SIGTERM)
+					}
+				}
+				wg.Wait()
+			}
+			for i, p := range procs {
+				a := []string{"node", "--name", p.name, "--data-dir", filepath.Join(dataDir, p.name),
+					"--sql-addr", p.sql, "--http-addr", p.http, "--peer-addr", p.peer,
+					"--sync-commit=" + strconv.FormatBool(syncCommit)}
+				if i > 0 {
+					a = append(a, "--join", procs[0].peer)
+				}
+				c := exec.Command(self, a...)
+				out, _ := c.StdoutPipe()
+				c.Stderr = c.Stdout
+				if err := c.Start(); err != nil {
+					stopAll()
+					return err
+				}
+				p.cmd = c
+				wg.Add(1)
+				go func(p *proc, r io.Reader) {
+					defer wg.Done()
+					s := bufio.NewScanner(r)
+					for s.Scan() {
+						fmt.Fprintf(os.Stderr, "[%s] %s\n", p.name, s.Text())
+					}
+					_ = p.cmd.Wait()
+				}(p, out)
+				if err := waitHealthy(p.http, 60*time.Second); err != nil {
+					stopAll()
+					return fmt.Errorf("%s did not become Synced: %w", p.name, err)
+				}
+			}
+			fmt.Printf("\nCertus demo cluster is up: %d nodes, data in %s\n\n", nodes, dataDir)
+			for _, p := range procs {
+				h, port, _ := net.SplitHostPort(p.sql)
+				fmt.Printf("  %s  mysql -h %s -P %s -u root      (http://%s/status)\n", p.name, h, port, p.http)
+			}
+			fmt.Printf("\nEvery node takes reads and writes. Try: SET SESSION wsrep_sync_wait=1 for causal reads.\nPress Ctrl-C to stop.\n\n")
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+			<-sig
+			fmt.Fprintln(os.Stderr, "stopping the cluster...")
+			stopAll()
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data-dir", "", "keep the nodes' data under this directory (default: a temporary one)")
+	f.StringVar(&host, "host", "127.0.0.1", "address to listen on")
+	f.IntVar(&basePort, "base-port", 3307, "first node's SQL port; HTTP ports are +100, peer ports +200")
+	f.IntVar(&nodes, "nodes", 3, "number of nodes")
+	f.BoolVar(&syncCommit, "sync-commit", true, "fsync the log at each commit")
+	return cmd
+}
+
+// waitHealthy polls http://addr/health until it answers 200.
+func waitHealthy(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("no 200 from http://%s/health after %v", addr, timeout)
+}

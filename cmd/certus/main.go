@@ -1,0 +1,25 @@
+// Command certus is the Certus database: a MySQL-compatible, multi-primary,
+// synchronously replicated SQL cluster with a consistency-aware proxy.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "certus",
+		Short:         "Certus: a multi-primary, synchronously replicated MySQL-compatible cluster",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(nodeCmd(), demoCmd(), checksumCmd(), simCmd(), benchCmd())
+	root.AddCommand(proxyCmd(), arbitratorCmd(), leaveCmd(), removeCmd())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "certus:", err)
+		os.Exit(1)
+	}
+}

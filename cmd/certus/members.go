@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// postAdmin POSTs to a node's HTTP admin endpoint and prints its answer.
+func postAdmin(httpAddr, path string) error {
+	c := &http.Client{Timeout: 40 * time.Second}
+	resp, err := c.Post("http://"+httpAddr+path, "text/plain", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	msg := strings.TrimSpace(string(body))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, msg)
+	}
+	fmt.Println(msg)
+	return nil
+}
+
+func leaveCmd() *cobra.Command {
+	var httpAddr string
+	cmd := &cobra.Command{
+		Use:   "leave",
+		Short: "Remove a running node from its cluster cleanly; the node then stops",
+		Long: `Remove a running node from its cluster: it hands leadership over if it
+leads, its removal goes through the cluster's total order, and the node
+stops. The others keep their quorum (the cluster shrinks by one). To join
+again, start the node with an empty data dir and --join.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return postAdmin(httpAddr, "/leave")
+		},
+	}
+	cmd.Flags().StringVar(&httpAddr, "http-addr", "127.0.0.1:8080", "HTTP address of the node that leaves")
+	return cmd
+}
+
+func removeCmd() *cobra.Command {
+	var httpAddr, name string
+	cmd := &cobra.Command{
+		Use:   "remove",
+		Short: "Remove a member that is gone for good, through any running member",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				return fmt.Errorf("--name is required")
+			}
+			return postAdmin(httpAddr, "/members/remove?name="+url.QueryEscape(name))
+		},
+	}
+	cmd.Flags().StringVar(&httpAddr, "http-addr", "127.0.0.1:8080", "HTTP address of any running member")
+	cmd.Flags().StringVar(&name, "name", "", "name (or id) of the member to remove")
+	return cmd
+}

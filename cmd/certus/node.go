@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/certusdb/certus/node"
+)
+
+func nodeCmd() *cobra.Command {
+	var cfg node.Config
+	var join string
+	var logLevel string
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Run one Certus node",
+		Long: `Run one Certus node.
+
+Without --join the node bootstraps a new cluster on an empty data dir (like
+--wsrep-new-cluster). With --join it joins a running cluster through any of
+the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfg.DataDir == "" {
+				return fmt.Errorf("--data-dir is required")
+			}
+			cfg.Join = splitList(join)
+			cfg.Logger = newLogger(logLevel)
+			n, err := node.Start(cfg)
+			if err != nil {
+				return err
+			}
+			waitForShutdown(cfg.Logger, n.Left())
+			n.Stop()
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Name, "name", "", "node name (wsrep_node_name), unique in the cluster (default: host name)")
+	f.StringVar(&cfg.DataDir, "data-dir", "", "data directory")
+	f.StringVar(&cfg.SQLAddr, "sql-addr", "127.0.0.1:3306", "MySQL protocol listen address")
+	f.StringVar(&cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP address for /health, /status and /metrics")
+	f.StringVar(&cfg.PeerAddr, "peer-addr", "127.0.0.1:4567", "address peers use to reach this node")
+	f.StringVar(&join, "join", "", "comma-separated peer addresses of a running cluster to join")
+	f.StringVar(&cfg.ClusterName, "cluster-name", "certus", "cluster name (wsrep_cluster_name); must match on all members")
+	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared secret peers must present")
+	f.StringVar(&cfg.RootPassword, "root-password", "", "password of root@localhost (default: none)")
+	f.BoolVar(&cfg.SyncCommit, "sync-commit", true, "fsync the log before acknowledging a commit; false syncs every 10ms (like innodb_flush_log_at_trx_commit=2)")
+	f.Var(byteSize[uint64]{&cfg.GCacheSize}, "gcache-size", "raft log kept for members that fall behind, like Galera's gcache.size (e.g. 128MB; default 128MiB); a member that needs older entries gets a full state transfer")
+	f.Var(byteSize[int64]{&cfg.SSTMaxRate}, "sst-max-rate", "bytes per second this node sends to one joiner as a state transfer donor (e.g. 50MB; default unlimited)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.BoolVar(&cfg.FaultInjection, "enable-fault-injection", false, "enable POST /debug/fault on the HTTP port (tests only)")
+	_ = f.MarkHidden("enable-fault-injection")
+	return cmd
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		l = slog.LevelDebug
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// waitForShutdown waits for Ctrl-C, SIGTERM or (when not nil) left, the
+// node's removal from its cluster.
+func waitForShutdown(log *slog.Logger, left <-chan struct{}) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	select {
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String())
+	case <-left:
+		log.Info("removed from the cluster: shutting down")
+	}
+}

@@ -1,0 +1,263 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/certusdb/certus/replication"
+	"github.com/certusdb/certus/statetransfer"
+)
+
+// httpServer serves the node's HTTP API:
+//
+//	GET /health  200 "Synced" when Synced and Primary, 503 otherwise
+//	             (HAProxy's httpchk)
+//	GET /status  the node's state as JSON
+//	GET /metrics Prometheus metrics
+//	GET /debug/pprof/... Go profiles
+type httpServer struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+func startHTTP(n *Node, addr string) (*httpServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &wsrepCollector{n: n})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
+		_, comment := n.LocalState()
+		if !n.Repl.Primary() {
+			comment = "non-Primary"
+		}
+		if n.Healthy() {
+			w.WriteHeader(http.StatusOK)
+		} else {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = w.Write([]byte(comment + "\n"))
+	})
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(n.StatusDoc())
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/leave", n.handleLeave)
+	mux.HandleFunc("/members/remove", n.handleRemove)
+	if n.cfg.FaultInjection {
+		mux.HandleFunc("/debug/fault", n.handleFault)
+	}
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	s := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("http server stopped", "err", err)
+		}
+	}()
+	return s, nil
+}
+
+func (s *httpServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+}
+
+// StatusDoc is the JSON document of /status.
+type StatusDoc struct {
+	Name        string                 `json:"name"`
+	ID          string                 `json:"id"`
+	ClusterName string                 `json:"cluster_name"`
+	ClusterUUID string                 `json:"cluster_uuid"`
+	State       string                 `json:"state"`
+	Primary     bool                   `json:"primary"`
+	Synced      bool                   `json:"synced"`
+	Leader      string                 `json:"leader"`
+	Term        uint64                 `json:"term"`
+	Applied     uint64                 `json:"applied"`
+	Committed   uint64                 `json:"committed"`
+	SQLAddr     string                 `json:"sql_addr"`
+	PeerAddr    string                 `json:"peer_addr"`
+	Arbitrator  bool                   `json:"arbitrator,omitempty"`
+	Members     []MemberDoc            `json:"members"`
+	Wsrep       map[string]interface{} `json:"wsrep"`
+	// SST is the state transfer this node receives (or received last);
+	// Donor the one it serves.
+	SST   statetransfer.ProgressInfo `json:"sst"`
+	Donor statetransfer.ProgressInfo `json:"sst_donor"`
+	// LogBytes is the size of the retained raft log (gcache).
+	LogBytes uint64 `json:"log_bytes"`
+	// LogFirst is the first index of the retained raft log: a member that
+	// needs an older entry gets a state transfer.
+	LogFirst uint64 `json:"log_first"`
+}
+
+// MemberDoc is one member in /status.
+type MemberDoc struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	SQLAddr  string `json:"sql_addr"`
+	HTTPAddr string `json:"http_addr"`
+	PeerAddr string `json:"peer_addr"`
+	Voter    bool   `json:"voter"`
+	// Arbitrator marks a member that votes but stores no data.
+	Arbitrator bool `json:"arbitrator,omitempty"`
+}
+
+func memberDocs(st replication.Status) []MemberDoc {
+	var out []MemberDoc
+	for _, m := range st.Members {
+		out = append(out, MemberDoc{ID: hexID(m.ID), Name: m.Name, SQLAddr: m.SQLAddr, HTTPAddr: m.HTTPAddr,
+			PeerAddr: m.PeerAddr, Voter: isMember(st.Voters, m.ID), Arbitrator: m.Arbitrator})
+	}
+	return out
+}
+
+// StatusDoc returns the node's status.
+func (n *Node) StatusDoc() StatusDoc {
+	st := n.Repl.Status()
+	_, comment := n.LocalState()
+	doc := StatusDoc{
+		Name: n.cfg.Name, ID: hexID(st.ID), ClusterName: st.ClusterName, ClusterUUID: st.ClusterUUID,
+		State: comment, Primary: st.Primary, Synced: n.Healthy(), Leader: hexID(st.Leader), Term: st.Term,
+		Applied: st.Applied, Committed: st.Committed, SQLAddr: n.cfg.SQLAddr, PeerAddr: n.cfg.PeerAddr,
+		Wsrep: n.WsrepStatus(), SST: n.joiner.Progress(), Donor: n.donor.Progress(),
+		LogBytes: st.LogBytes, LogFirst: st.LogFirst, Members: memberDocs(st),
+	}
+	return doc
+}
+
+func hexID(id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	const digits = "0123456789abcdef"
+	b := make([]byte, 16)
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[id&0xf]
+		id >>= 4
+	}
+	return string(b)
+}
+
+// wsrepCollector exports the numeric wsrep status variables as gauges.
+type wsrepCollector struct{ n *Node }
+
+func (c *wsrepCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c *wsrepCollector) Collect(ch chan<- prometheus.Metric) {
+	for k, v := range c.n.WsrepStatus() {
+		var f float64
+		switch x := v.(type) {
+		case uint64:
+			f = float64(x)
+		case float64:
+			f = x
+		case string:
+			if x != "ON" && x != "OFF" {
+				continue
+			}
+			if x == "ON" {
+				f = 1
+			}
+		default:
+			continue
+		}
+		name := "certus_" + strings.ToLower(k)
+		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, "wsrep status variable "+k, nil, nil), prometheus.GaugeValue, f)
+	}
+}
+
+// handleFault implements POST /debug/fault?block=name,name (cut the node
+// off from those peers, in both directions) and POST /debug/fault?heal=1.
+func (n *Node) handleFault(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	var ids []uint64
+	if r.URL.Query().Get("heal") == "" {
+		for _, name := range strings.Split(r.URL.Query().Get("block"), ",") {
+			if name == "" {
+				continue
+			}
+			found := false
+			for _, m := range n.Repl.Members() {
+				if m.Name == name || hexID(m.ID) == name {
+					ids = append(ids, m.ID)
+					found = true
+				}
+			}
+			if !found {
+				http.Error(w, "unknown member "+name, http.StatusBadRequest)
+				return
+			}
+		}
+	}
+	n.tr.Block(ids)
+	n.log.Warn("fault injection: peers blocked", "count", len(ids))
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// handleLeave implements POST /leave: the node removes itself from the
+// cluster (handing leadership over first if it leads), then stops.
+func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	n.log.Info("leaving the cluster")
+	if err := n.Repl.Leave(ctx); err != nil {
+		http.Error(w, "leave: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("left the cluster\n"))
+}
+
+// handleRemove implements POST /members/remove?name=NAME: removes another
+// member (one that is gone for good) from the cluster.
+func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	name := r.URL.Query().Get("name")
+	var id uint64
+	for _, m := range n.Repl.Members() {
+		if m.Name == name || hexID(m.ID) == name {
+			id = m.ID
+		}
+	}
+	if id == 0 {
+		http.Error(w, fmt.Sprintf("no member named %q", name), http.StatusNotFound)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if err := n.Repl.RemoveMember(ctx, id); err != nil {
+		http.Error(w, "remove: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	n.log.Info("member removed", "name", name)
+	_, _ = fmt.Fprintf(w, "removed %s\n", name)
+}

@@ -1,0 +1,325 @@
+// Package node assembles one Certus node: storage, the replication core,
+// the transaction manager, the MySQL protocol server and the HTTP API.
+package node
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/certusdb/certus/replication"
+	"github.com/certusdb/certus/sqlengine"
+	"github.com/certusdb/certus/statetransfer"
+	"github.com/certusdb/certus/storage"
+	"github.com/certusdb/certus/txn"
+)
+
+// Config configures a node.
+type Config struct {
+	// Name is the node's name (wsrep_node_name); unique in the cluster.
+	Name string
+	// DataDir holds the node's data and log.
+	DataDir string
+	// SQLAddr is the MySQL protocol address.
+	SQLAddr string
+	// HTTPAddr serves /health, /status and /metrics.
+	HTTPAddr string
+	// PeerAddr is where peers reach this node (raft traffic).
+	PeerAddr string
+	// Join lists peer addresses of a running cluster to join; empty
+	// bootstraps a new cluster on an empty data dir.
+	Join []string
+	// ClusterName must match on every member.
+	ClusterName string
+	// ClusterSecret, when set, must match on every member.
+	ClusterSecret string
+	// RootPassword is root@localhost's password.
+	RootPassword string
+	// FaultInjection enables POST /debug/fault (tests only): it cuts the
+	// node off from named peers to simulate a network partition.
+	FaultInjection bool
+	// SyncCommit fsyncs the log before a commit is acknowledged (default).
+	// Off, commits are written at once and fsynced every 10ms, so a crash
+	// of the machine (not of the process) may lose the last few ms.
+	SyncCommit bool
+	// GCacheSize bounds the raft log kept for members that fall behind
+	// (Galera's gcache.size; 0: replication.DefaultLogRetentionBytes). A
+	// member that needs older entries gets a state transfer (SST) instead
+	// of the missing entries (IST).
+	GCacheSize uint64
+	// SSTMaxRate limits the bytes per second this node sends to one
+	// joiner as a state transfer donor (0: no limit).
+	SSTMaxRate int64
+	// Logger receives the node's log.
+	Logger *slog.Logger
+}
+
+// Node is a running Certus node.
+type Node struct {
+	cfg  Config
+	log  *slog.Logger
+	Eng  *storage.Engine
+	Repl *replication.Node
+	Mgr  *txn.Manager
+	SQL  *sqlengine.Server
+	http *httpServer
+	tr   *replication.TCPTransport
+
+	donor  *statetransfer.Donor
+	joiner *statetransfer.Joiner
+
+	started time.Time
+	wg      sync.WaitGroup
+}
+
+// ErrDataDirInUse is returned when another process holds the data dir.
+var ErrDataDirInUse = errors.New("data directory is in use by another certus process")
+
+// Start opens the data dir and starts serving.
+func Start(cfg Config) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ClusterName == "" {
+		cfg.ClusterName = "certus"
+	}
+	if cfg.Name == "" {
+		h, _ := os.Hostname()
+		cfg.Name = h
+	}
+	log := cfg.Logger.With("node", cfg.Name)
+	eng, err := openDataDir(cfg.DataDir, 0)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: log, Eng: eng, started: time.Now()}
+	if err := n.start(); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// openDataDir creates dir if needed and opens the storage in it (with a
+// block cache of cacheBytes; 0: the default).
+func openDataDir(dir string, cacheBytes int64) (*storage.Engine, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	eng, err := storage.Open(storage.Config{Dir: filepath.Join(dir, "db"), CacheBytes: cacheBytes})
+	if err != nil {
+		if strings.Contains(err.Error(), "lock") {
+			return nil, fmt.Errorf("%w: %s: %v", ErrDataDirInUse, dir, err)
+		}
+		return nil, err
+	}
+	return eng, nil
+}
+
+func (n *Node) start() error {
+	cfg := n.cfg
+	id, err := nodeID(n.Eng)
+	if err != nil {
+		return err
+	}
+	if err := checkClusterName(n.Eng, cfg.DataDir, cfg.ClusterName); err != nil {
+		return err
+	}
+	fresh, err := replication.IsFresh(n.Eng)
+	if err != nil {
+		return err
+	}
+	if removed, err := replication.WasRemoved(n.Eng); err != nil {
+		return err
+	} else if removed {
+		return fmt.Errorf("%w: %s belongs to a node that left the cluster; start with an empty --data-dir and --join to join again", replication.ErrRemoved, cfg.DataDir)
+	}
+	self := replication.Member{ID: id, Name: cfg.Name, PeerAddr: cfg.PeerAddr, SQLAddr: cfg.SQLAddr, HTTPAddr: cfg.HTTPAddr}
+	n.tr, err = replication.NewTCPTransport(replication.TransportConfig{
+		Self: id, Listen: cfg.PeerAddr, ClusterName: cfg.ClusterName, Secret: cfg.ClusterSecret, Logger: n.log,
+	})
+	if err != nil {
+		return err
+	}
+	ranges := replication.StateRanges()
+	n.donor, err = statetransfer.NewDonor(statetransfer.DonorConfig{
+		DB: n.Eng.DB(), Dir: filepath.Join(cfg.DataDir, "sst"), Ranges: ranges,
+		Describe: replication.DescribeState, Applied: n.Eng.Applied, MaxRate: cfg.SSTMaxRate, Logger: n.log,
+	})
+	if err != nil {
+		return err
+	}
+	n.tr.HandleStateTransfer(n.donor.Serve)
+	n.joiner = statetransfer.NewJoiner(statetransfer.JoinerConfig{
+		Name: cfg.Name, DB: n.Eng.DB(), TempDir: filepath.Join(cfg.DataDir, "sst-incoming"), Ranges: ranges, RecordKey: replication.TransferRecordKey,
+		Dial: n.tr.DialStateTransfer, Logger: n.log,
+	})
+	n.Repl, err = replication.Start(replication.Config{
+		Self:              self,
+		ClusterName:       cfg.ClusterName,
+		Engine:            n.Eng,
+		Transport:         n.tr,
+		Bootstrap:         fresh && len(cfg.Join) == 0,
+		SyncLog:           cfg.SyncCommit,
+		LogRetentionBytes: cfg.GCacheSize,
+		Joiner:            n.joiner,
+		Logger:            n.log,
+	})
+	if err != nil {
+		return err
+	}
+	n.tr.Attach(n.Repl)
+	if fresh && len(cfg.Join) > 0 {
+		n.log.Info("joining cluster", "via", cfg.Join)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		reply, err := replication.Join(ctx, cfg.Join, cfg.ClusterName, cfg.ClusterSecret, self)
+		cancel()
+		if err != nil {
+			return err
+		}
+		n.tr.SetMembers(reply.Members)
+		n.log.Info("added to the cluster; catching up", "cluster_uuid", reply.ClusterUUID, "members", len(reply.Members))
+	}
+	n.Mgr = txn.NewManager(txn.Config{Engine: n.Eng, Replicator: n.Repl, AutoIncrementStride: n.Repl.AutoIncrementStride})
+	p := sqlengine.NewProvider(n.Mgr)
+	n.SQL, err = sqlengine.NewServer(sqlengine.ServerConfig{
+		Addr:         cfg.SQLAddr,
+		Provider:     p,
+		Cluster:      clusterView{n},
+		RootPassword: cfg.RootPassword,
+		Info: sqlengine.NodeInfo{
+			NodeName: cfg.Name, NodeAddress: cfg.PeerAddr, ClusterName: cfg.ClusterName,
+			ClusterAddress: "certus://" + strings.Join(cfg.Join, ","),
+		},
+		Status: n.WsrepStatus,
+		Logger: n.log,
+	})
+	if err != nil {
+		return err
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.SQL.Start(); err != nil && !errors.Is(err, net.ErrClosed) {
+			n.log.Error("sql server stopped", "err", err)
+		}
+	}()
+	if cfg.HTTPAddr != "" {
+		n.http, err = startHTTP(n, cfg.HTTPAddr)
+		if err != nil {
+			return err
+		}
+	}
+	n.log.Info("node started", "sql", cfg.SQLAddr, "http", cfg.HTTPAddr, "peer", cfg.PeerAddr, "data_dir", cfg.DataDir, "sync_commit", cfg.SyncCommit)
+	return nil
+}
+
+const (
+	metaNodeID      = "node_id"
+	metaClusterName = "cluster_name"
+)
+
+// ErrWrongCluster is returned when the data dir belongs to a cluster with
+// another name.
+var ErrWrongCluster = errors.New("data directory belongs to another cluster")
+
+// checkClusterName records the cluster name with a new data dir and
+// refuses to start on a data dir of another cluster.
+func checkClusterName(eng *storage.Engine, dataDir, cluster string) error {
+	db := eng.DB()
+	key := append([]byte{'m'}, metaClusterName...)
+	v, closer, err := db.Get(key)
+	if err == nil {
+		defer closer.Close()
+		if string(v) != cluster {
+			return fmt.Errorf("%w: %s was created for cluster %q, not %q (use a new --data-dir or the right --cluster-name)", ErrWrongCluster, dataDir, string(v), cluster)
+		}
+		return nil
+	}
+	return db.Set(key, []byte(cluster), nil)
+}
+
+// nodeID returns the node's raft id, created with the data dir.
+func nodeID(eng *storage.Engine) (uint64, error) {
+	db := eng.DB()
+	key := append([]byte{'m'}, metaNodeID...)
+	v, closer, err := db.Get(key)
+	if err == nil {
+		defer closer.Close()
+		if len(v) != 8 {
+			return 0, storage.ErrCorruptData
+		}
+		return binary.BigEndian.Uint64(v), nil
+	}
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	id := binary.BigEndian.Uint64(b[:])>>1 | 1
+	if err := db.Set(key, binary.BigEndian.AppendUint64(nil, id), nil); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// Ready reports whether the node serves SQL: it is in the primary
+// component, not receiving a state transfer, and has applied what it had
+// committed before it started (otherwise a read right after a restart could
+// miss a commit it had acknowledged).
+func (n *Node) Ready() bool { return n.Repl.Primary() && n.Repl.Recovered() }
+
+// Left is closed once the node has been removed from the cluster (it left,
+// or another member removed it); the node should then stop.
+func (n *Node) Left() <-chan struct{} { return n.Repl.Removed() }
+
+// Stop shuts the node down cleanly.
+func (n *Node) Stop() {
+	if n.http != nil {
+		n.http.close()
+	}
+	if n.SQL != nil {
+		_ = n.SQL.Close()
+	}
+	if n.Repl != nil {
+		// a leader that stops hands leadership over first, so the others
+		// need not wait an election timeout (rolling restarts)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		n.Repl.HandOffLeadership(ctx)
+		cancel()
+		n.Repl.Stop()
+	}
+	if n.tr != nil {
+		n.tr.Close()
+	}
+	if n.donor != nil {
+		n.donor.Close()
+	}
+	n.wg.Wait()
+	if n.Eng != nil {
+		if err := n.Eng.Sync(); err != nil {
+			n.log.Error("final sync", "err", err)
+		}
+		if err := n.Eng.Close(); err != nil {
+			n.log.Error("closing storage", "err", err)
+		}
+	}
+	n.log.Info("node stopped")
+}
+
+// clusterView adapts the node to sqlengine.Cluster.
+type clusterView struct{ n *Node }
+
+func (c clusterView) Primary() bool                      { return c.n.Ready() }
+func (c clusterView) SyncWait(ctx context.Context) error { return c.n.Repl.SyncWait(ctx) }
+func (c clusterView) WaitApplied(ctx context.Context, seqno uint64) error {
+	return c.n.Repl.WaitApplied(ctx, seqno)
+}
+func (c clusterView) ClusterUUID() string { return c.n.Repl.Status().ClusterUUID }
+func (c clusterView) Applied() uint64     { return c.n.Eng.Applied() }

@@ -1,0 +1,135 @@
+package node
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Local states, numbered as Galera numbers wsrep_local_state.
+const (
+	StateJoining = 1
+	StateDonor   = 2
+	StateJoined  = 3
+	StateSynced  = 4
+)
+
+var stateNames = map[int]string{StateJoining: "Joining", StateDonor: "Donor/Desynced", StateJoined: "Joined", StateSynced: "Synced"}
+
+// syncedLag is how far (in seqnos) the applied position may trail the
+// commit index for the node to count as Synced.
+const syncedLag = 64
+
+// LocalState returns wsrep_local_state and its comment.
+func (n *Node) LocalState() (int, string) {
+	if n.Repl.Core().Transferring() {
+		return StateJoining, n.joiner.Progress().Comment()
+	}
+	st := n.Repl.Status()
+	state := StateSynced
+	switch {
+	case !isMember(st.Voters, st.ID) && !isMember(st.Learners, st.ID):
+		state = StateJoining
+	case isMember(st.Learners, st.ID):
+		state = StateJoined
+	case st.Committed > st.Applied+syncedLag || !n.Repl.Recovered():
+		state = StateJoined
+	}
+	return state, stateNames[state]
+}
+
+func isMember(ids []uint64, id uint64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Healthy reports whether the node is Synced and in the primary component,
+// the condition for /health to answer 200.
+func (n *Node) Healthy() bool {
+	state, _ := n.LocalState()
+	return state == StateSynced && n.Repl.Primary()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "ON"
+	}
+	return "OFF"
+}
+
+// WsrepStatus returns the wsrep_* status variables.
+func (n *Node) WsrepStatus() map[string]interface{} {
+	st := n.Repl.Status()
+	stats := n.Repl.Stats()
+	state, comment := n.LocalState()
+	clusterStatus := "Primary"
+	if !st.Primary {
+		clusterStatus = "non-Primary"
+	}
+	var addrs []string
+	for _, m := range st.Members {
+		if m.SQLAddr != "" {
+			addrs = append(addrs, m.SQLAddr)
+		}
+	}
+	recvQueue := uint64(0)
+	if st.Committed > st.Applied {
+		recvQueue = st.Committed - st.Applied
+	}
+	return map[string]interface{}{
+		"wsrep_ready":                  onOff(st.Primary && state == StateSynced),
+		"wsrep_connected":              onOff(st.Leader != 0 || len(st.Voters) > 0),
+		"wsrep_cluster_status":         clusterStatus,
+		"wsrep_cluster_size":           uint64(len(st.Voters)),
+		"wsrep_cluster_conf_id":        st.ConfID,
+		"wsrep_cluster_state_uuid":     st.ClusterUUID,
+		"wsrep_local_state_uuid":       st.ClusterUUID,
+		"wsrep_cluster_weight":         uint64(len(st.Voters)),
+		"wsrep_local_state":            uint64(state),
+		"wsrep_local_state_comment":    comment,
+		"wsrep_last_committed":         st.Applied,
+		"wsrep_local_index":            localIndex(st.Voters, st.ID),
+		"wsrep_gcomm_uuid":             fmt.Sprintf("%016x", st.ID),
+		"wsrep_replicated":             stats.Replicated.Load(),
+		"wsrep_replicated_bytes":       stats.ReplicatedBytes.Load(),
+		"wsrep_received":               stats.Received.Load(),
+		"wsrep_received_bytes":         stats.ReceivedBytes.Load(),
+		"wsrep_local_commits":          n.Mgr.Commits.Load(),
+		"wsrep_local_cert_failures":    stats.CertFailures.Load(),
+		"wsrep_local_bf_aborts":        uint64(0),
+		"wsrep_local_recv_queue":       recvQueue,
+		"wsrep_local_recv_queue_avg":   float64(recvQueue),
+		"wsrep_local_send_queue":       uint64(st.Waiting),
+		"wsrep_local_send_queue_avg":   float64(st.Waiting),
+		"wsrep_flow_control_paused":    0.0,
+		"wsrep_flow_control_paused_ns": uint64(0),
+		"wsrep_flow_control_sent":      uint64(0),
+		"wsrep_flow_control_recv":      uint64(0),
+		"wsrep_cert_deps_distance":     1.0,
+		"wsrep_apply_window":           1.0,
+		"wsrep_commit_window":          1.0,
+		"wsrep_cert_index_size":        uint64(st.CertKeys),
+		"wsrep_incoming_addresses":     strings.Join(addrs, ","),
+		"wsrep_evs_state":              "OPERATIONAL",
+		"wsrep_provider_name":          "Certus",
+		"wsrep_provider_vendor":        "Certus",
+		"wsrep_provider_version":       Version,
+		"wsrep_local_uptime":           uint64(time.Since(n.started).Seconds()),
+	}
+}
+
+// Version is the Certus version reported by the node.
+var Version = "0.1.0"
+
+func localIndex(voters []uint64, id uint64) uint64 {
+	for i, v := range voters {
+		if v == id {
+			return uint64(i)
+		}
+	}
+	return 0
+}

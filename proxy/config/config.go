@@ -1,0 +1,158 @@
+// Package config reads the proxy's configuration file (JSON).
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/certusdb/certus/proxy/rules"
+)
+
+// ErrInvalid is returned (wrapped) for a configuration that does not
+// validate.
+var ErrInvalid = errors.New("invalid proxy configuration")
+
+// User is a client account of the proxy.
+type User struct {
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
+// Duration is a time.Duration written as a string ("100ms") in JSON.
+type Duration time.Duration
+
+// UnmarshalJSON parses "100ms" (or a number of nanoseconds).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return err
+		}
+		*d = Duration(n)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Config is the proxy's configuration. Command-line flags override the
+// addresses.
+type Config struct {
+	// Listen is the MySQL protocol address for clients.
+	Listen string `json:"listen"`
+	// AdminListen is the HTTP admin address ("" disables it).
+	AdminListen string `json:"admin_listen"`
+	// Cluster lists nodes' HTTP addresses (--http-addr) to learn the
+	// cluster from.
+	Cluster []string `json:"cluster"`
+	// Users are the accounts clients log in with (default: root with no
+	// password).
+	Users []User `json:"users"`
+	// BackendUser and BackendPassword are the account the proxy uses on
+	// the nodes (default: root, no password).
+	BackendUser     string `json:"backend_user"`
+	BackendPassword string `json:"backend_password"`
+	// MaxWriters is the size of the writer hostgroup (default 1).
+	MaxWriters int `json:"max_writers"`
+	// WriterIsAlsoReader puts writers in the reader hostgroup too
+	// (default true).
+	WriterIsAlsoReader *bool `json:"writer_is_also_reader"`
+	// MaxTransactionsBehind takes a node out of the reader hostgroup when
+	// its applied seqno trails the highest by more (default 100).
+	MaxTransactionsBehind uint64 `json:"max_transactions_behind"`
+	// MonitorInterval is how often each node's /status is polled (default
+	// 100ms).
+	MonitorInterval Duration `json:"monitor_interval"`
+	// CausalReads makes a session's reads see its own earlier commits
+	// (default true).
+	CausalReads *bool `json:"causal_reads"`
+	// CausalWait bounds how long a read waits on a reader for the
+	// session's last commit before falling back to the writer (default 1s).
+	CausalWait Duration `json:"causal_wait"`
+	// FailoverWait bounds how long a statement waits for a writer (or
+	// retries one that the node refused with 1047) before failing
+	// (default 10s).
+	FailoverWait Duration `json:"failover_wait"`
+	// MaxIdlePerNode bounds idle pooled connections per node (default 64).
+	MaxIdlePerNode int `json:"max_idle_per_node"`
+	// Rules are the query rules, in order.
+	Rules []rules.Spec `json:"rules"`
+}
+
+// Load reads the file at path (or only the defaults when path is "").
+func Load(path string) (*Config, error) {
+	c := &Config{}
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, c); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+		}
+	}
+	c.fill()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) fill() {
+	t := true
+	if len(c.Users) == 0 {
+		c.Users = []User{{Name: "root"}}
+	}
+	if c.BackendUser == "" {
+		c.BackendUser = "root"
+	}
+	if c.MaxWriters == 0 {
+		c.MaxWriters = 1
+	}
+	if c.WriterIsAlsoReader == nil {
+		c.WriterIsAlsoReader = &t
+	}
+	if c.MaxTransactionsBehind == 0 {
+		c.MaxTransactionsBehind = 100
+	}
+	if c.MonitorInterval == 0 {
+		c.MonitorInterval = Duration(100 * time.Millisecond)
+	}
+	if c.CausalReads == nil {
+		c.CausalReads = &t
+	}
+	if c.CausalWait == 0 {
+		c.CausalWait = Duration(time.Second)
+	}
+	if c.FailoverWait == 0 {
+		c.FailoverWait = Duration(10 * time.Second)
+	}
+	if c.MaxIdlePerNode == 0 {
+		c.MaxIdlePerNode = 64
+	}
+}
+
+// Validate checks the configuration, including compiling its rules.
+func (c *Config) Validate() error {
+	if c.MaxWriters < 0 {
+		return fmt.Errorf("%w: max_writers %d", ErrInvalid, c.MaxWriters)
+	}
+	if c.MonitorInterval < Duration(time.Millisecond) {
+		return fmt.Errorf("%w: monitor_interval %v", ErrInvalid, time.Duration(c.MonitorInterval))
+	}
+	if _, err := rules.Compile(c.Rules); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
+}

@@ -1,0 +1,459 @@
+package proxy
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+
+	"github.com/certusdb/certus/proxy/backend"
+	"github.com/certusdb/certus/proxy/mysqlproto"
+	"github.com/certusdb/certus/proxy/sqltext"
+)
+
+// serverCaps are the capabilities the proxy offers clients.
+const serverCaps = mysqlproto.CapLongPassword | mysqlproto.CapLongFlag | mysqlproto.CapConnectWithDB |
+	mysqlproto.CapProtocol41 | mysqlproto.CapTransactions | mysqlproto.CapSecureConnection |
+	mysqlproto.CapMultiStatements | mysqlproto.CapMultiResults | mysqlproto.CapPSMultiResults |
+	mysqlproto.CapPluginAuth | mysqlproto.CapPluginAuthLenenc | mysqlproto.CapConnectAttrs |
+	mysqlproto.CapDeprecateEOF
+
+// ServerVersion is the version the proxy announces to clients.
+const ServerVersion = "8.0.31-Certus-proxy"
+
+// errQuit ends a session normally (COM_QUIT).
+var errQuit = errors.New("client quit")
+
+// session is one client connection.
+type session struct {
+	p      *Proxy
+	c      *mysqlproto.Conn
+	id     uint32
+	caps   uint32
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	db         string
+	vars       map[string]string // assignment key -> replay statement
+	autocommit bool
+
+	// pinned is the backend connection the session holds across
+	// statements: during a transaction, or for the rest of the session
+	// once sticky.
+	pinned *backend.Conn
+	sticky bool
+	// wrote: the session wrote since its last commit.
+	wrote bool
+	// causal is the seqno of the session's last commit: its reads run
+	// where it has been applied. causalLost: a commit's seqno could not
+	// be learned, the next read goes to the writer.
+	causal     uint64
+	causalLost bool
+
+	stmts    map[uint32]*clientStmt
+	nextStmt uint32
+}
+
+// clientStmt is a statement the client prepared.
+type clientStmt struct {
+	sql       string
+	st        sqltext.Statement
+	digest    string
+	numParams uint16
+	// types are the parameter types of the last execution that sent
+	// them; executions that do not send types reuse them.
+	types []byte
+	long  map[uint16][]byte
+}
+
+func (p *Proxy) newSession(nc net.Conn) *session {
+	ctx, cancel := context.WithCancel(p.ctx)
+	return &session{p: p, c: mysqlproto.NewConn(nc), id: p.connID.Add(1), ctx: ctx, cancel: cancel,
+		vars: map[string]string{}, autocommit: true, stmts: map[uint32]*clientStmt{}}
+}
+
+func (s *session) close() {
+	s.cancel()
+	if s.pinned != nil {
+		// its transaction or session state dies with the client
+		s.pinned.Close()
+		s.pinned = nil
+	}
+	s.c.Close()
+}
+
+// handshake greets the client and authenticates it.
+func (s *session) handshake() error {
+	s.c.SetDeadlineIn(handshakeTimeout)
+	defer s.c.SetDeadlineIn(0)
+	salt, err := mysqlproto.NewSalt()
+	if err != nil {
+		return err
+	}
+	g := mysqlproto.Greeting{ServerVersion: ServerVersion, ConnectionID: s.id, Salt: salt, Capabilities: serverCaps,
+		Charset: 45, Status: mysqlproto.StatusAutocommit, AuthPlugin: mysqlproto.NativePassword}
+	if err := s.c.WritePacket(mysqlproto.AppendGreeting(nil, g)); err != nil {
+		return err
+	}
+	if err := s.c.Flush(); err != nil {
+		return err
+	}
+	s.c.MaxPayload = 1 << 16
+	pkt, err := s.c.ReadPacket()
+	s.c.MaxPayload = mysqlproto.DefaultMaxPayload
+	if err != nil {
+		return err
+	}
+	hr, err := mysqlproto.ParseHandshakeResponse(pkt)
+	if err != nil {
+		_ = s.c.WriteErr(mysqlproto.NewError(1043, "08S01", "Bad handshake: %v", err))
+		return err
+	}
+	s.caps = hr.Capabilities & serverCaps
+	auth := hr.AuthResponse
+	if hr.Capabilities&mysqlproto.CapPluginAuth != 0 && hr.AuthPlugin != "" && hr.AuthPlugin != mysqlproto.NativePassword {
+		if err := s.c.WritePacket(mysqlproto.AppendAuthSwitch(nil, mysqlproto.NativePassword, salt)); err != nil {
+			return err
+		}
+		if err := s.c.Flush(); err != nil {
+			return err
+		}
+		if auth, err = s.c.ReadPacket(); err != nil {
+			return err
+		}
+	}
+	if !s.authenticate(hr.User, salt, auth) {
+		using := "NO"
+		if len(auth) > 0 {
+			using = "YES"
+		}
+		e := mysqlproto.NewError(1045, "28000", "Access denied for user '%s' (using password: %s)", hr.User, using)
+		_ = s.c.WriteErr(e)
+		return e
+	}
+	if hr.Database != "" {
+		if e := s.checkDB(hr.Database); e != nil {
+			_ = s.c.WriteErr(e)
+			return e
+		}
+		s.db = hr.Database
+	}
+	return s.writeOK()
+}
+
+func (s *session) authenticate(user string, salt, auth []byte) bool {
+	for _, u := range s.p.cfg.Load().Users {
+		if u.Name == user {
+			return mysqlproto.CheckNative(salt, auth, u.Password)
+		}
+	}
+	return false
+}
+
+// checkDB verifies that db exists by making it the default database of
+// a backend connection (on another node if one cannot be reached).
+func (s *session) checkDB(db string) *mysqlproto.Error {
+	ctx, cancel := context.WithTimeout(s.ctx, handshakeTimeout)
+	defer cancel()
+	for {
+		c, err := s.connTo(ctx, s.pickAny(), false)
+		if err == nil {
+			err = c.InitDB(db)
+			s.p.putConn(c)
+		}
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) || ctx.Err() != nil {
+			return asSQLError(err)
+		}
+		s.pause()
+	}
+}
+
+// loop serves commands until the client quits or the connection fails.
+func (s *session) loop() error {
+	for {
+		pkt, err := s.c.ReadPacket()
+		if err != nil {
+			if errors.Is(err, mysqlproto.ErrPacketTooLarge) {
+				_ = s.c.WriteErr(errTooLarge)
+			}
+			return err
+		}
+		if len(pkt) == 0 {
+			if err := s.c.WriteErr(errMalformed); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.dispatch(pkt[0], pkt[1:]); err != nil {
+			if errors.Is(err, errQuit) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// dispatch serves one command. An error ends the session.
+func (s *session) dispatch(cmd byte, data []byte) error {
+	switch cmd {
+	case mysqlproto.ComQuit:
+		return errQuit
+	case mysqlproto.ComPing:
+		return s.writeOK()
+	case mysqlproto.ComQuery:
+		q := string(data)
+		return s.query(q)
+	case mysqlproto.ComInitDB:
+		return s.initDB(string(data))
+	case mysqlproto.ComFieldList:
+		return s.fieldList(data)
+	case mysqlproto.ComStmtPrepare:
+		return s.prepare(string(data))
+	case mysqlproto.ComStmtExecute:
+		return s.execute(data)
+	case mysqlproto.ComStmtSendLongData:
+		s.sendLongData(data)
+		return nil
+	case mysqlproto.ComStmtClose:
+		if len(data) >= 4 {
+			delete(s.stmts, binary.LittleEndian.Uint32(data))
+		}
+		return nil
+	case mysqlproto.ComStmtReset:
+		if len(data) < 4 {
+			return s.writeErr(errMalformed)
+		}
+		cs := s.stmts[binary.LittleEndian.Uint32(data)]
+		if cs == nil {
+			return s.writeErr(errUnknownStmt(binary.LittleEndian.Uint32(data), "mysqld_stmt_reset"))
+		}
+		cs.long = nil
+		return s.writeOK()
+	case mysqlproto.ComResetConnection:
+		s.reset()
+		return s.writeOK()
+	case mysqlproto.ComSetOption:
+		if err := s.c.WritePacket(mysqlproto.AppendResultEnd(nil, mysqlproto.OK{Status: s.status()}, s.caps)); err != nil {
+			return err
+		}
+		return s.c.Flush()
+	}
+	return s.writeErr(errUnknownCom)
+}
+
+func errUnknownStmt(id uint32, where string) *mysqlproto.Error {
+	return mysqlproto.NewError(1243, "HY000", "Unknown prepared statement handler (%d) given to %s", id, where)
+}
+
+// status is the server status the proxy reports in its own OK packets.
+func (s *session) status() uint16 {
+	var st uint16
+	if s.autocommit {
+		st |= mysqlproto.StatusAutocommit
+	}
+	if s.pinned != nil && s.pinned.Status&mysqlproto.StatusInTrans != 0 {
+		st |= mysqlproto.StatusInTrans
+	}
+	return st
+}
+
+func (s *session) writeOK() error {
+	if err := s.c.WritePacket(mysqlproto.AppendOK(nil, mysqlproto.HeaderOK, mysqlproto.OK{Status: s.status()}, s.caps)); err != nil {
+		return err
+	}
+	return s.c.Flush()
+}
+
+func (s *session) writeErr(e *mysqlproto.Error) error { return s.c.WriteErr(e) }
+
+// reset implements COM_RESET_CONNECTION: session variables, prepared
+// statements, transaction and sticky state are dropped; the default
+// database stays.
+func (s *session) reset() {
+	if s.pinned != nil {
+		s.pinned.Close()
+		s.pinned = nil
+	}
+	s.sticky, s.wrote = false, false
+	s.vars = map[string]string{}
+	s.autocommit = true
+	s.stmts = map[uint32]*clientStmt{}
+}
+
+// query serves COM_QUERY.
+func (s *session) query(q string) error {
+	st := sqltext.Classify(q)
+	return s.run(plan{st: st, text: q, digest: sqltext.Digest(q), record: true}, func(c *backend.Conn) error {
+		return c.WriteCommand(mysqlproto.ComQuery, []byte(q))
+	}, s.relay)
+}
+
+func (s *session) relay(c *backend.Conn) (backend.Result, error) { return c.Relay(s.c, s.caps, nil) }
+
+// initDB serves COM_INIT_DB.
+func (s *session) initDB(db string) error {
+	return s.run(plan{st: sqltext.Statement{Kind: sqltext.Use, DB: db}, text: "USE " + db}, func(c *backend.Conn) error {
+		return c.WriteCommand(mysqlproto.ComInitDB, []byte(db))
+	}, s.relay)
+}
+
+// fieldList serves COM_FIELD_LIST on a reader.
+func (s *session) fieldList(data []byte) error {
+	return s.run(plan{st: sqltext.Statement{Kind: sqltext.Read}, stale: true}, func(c *backend.Conn) error {
+		return c.WriteCommand(mysqlproto.ComFieldList, data)
+	}, func(c *backend.Conn) (backend.Result, error) { return c.RelayFieldList(s.c, s.caps) })
+}
+
+// prepare serves COM_STMT_PREPARE: the statement is prepared on a node of
+// its hostgroup, registered under a session-local id, and prepared again
+// lazily on whichever connection executes it.
+func (s *session) prepare(q string) error {
+	st := sqltext.Classify(q)
+	var stmt *backend.Stmt
+	err := s.run(plan{st: st, stale: true, text: q, prepareOnly: true}, func(c *backend.Conn) error {
+		var err error
+		stmt, _, err = c.Prepare(q)
+		return err
+	}, func(c *backend.Conn) (backend.Result, error) { return backend.Result{}, nil })
+	if err != nil || stmt == nil {
+		return err
+	}
+	s.nextStmt++
+	id := s.nextStmt
+	if st.Kind == sqltext.Set || st.Kind == sqltext.Use {
+		// a prepared SET or USE takes its values at execution: the
+		// proxy cannot replay it, so the session stays on one connection
+		st = sqltext.Statement{Kind: sqltext.Write, Sticky: true}
+	}
+	s.stmts[id] = &clientStmt{sql: q, st: st, digest: sqltext.Digest(q), numParams: stmt.NumParams}
+	pok := mysqlproto.PrepareOK{StmtID: id, NumColumns: stmt.NumColumns, NumParams: stmt.NumParams, Warnings: stmt.Warnings}
+	if err := s.c.WritePacket(mysqlproto.AppendPrepareOK(nil, pok)); err != nil {
+		return err
+	}
+	for _, defs := range [][][]byte{stmt.Params, stmt.Columns} {
+		if len(defs) == 0 {
+			continue
+		}
+		for _, d := range defs {
+			if err := s.c.WritePacket(d); err != nil {
+				return err
+			}
+		}
+		if s.caps&mysqlproto.CapDeprecateEOF == 0 {
+			if err := s.c.WritePacket(mysqlproto.AppendEOF(nil, 0, s.status())); err != nil {
+				return err
+			}
+		}
+	}
+	return s.c.Flush()
+}
+
+// sendLongData stores a COM_STMT_SEND_LONG_DATA chunk; it is sent to the
+// node right before the execution.
+func (s *session) sendLongData(data []byte) {
+	if len(data) < 6 {
+		return
+	}
+	cs := s.stmts[binary.LittleEndian.Uint32(data)]
+	if cs == nil {
+		return
+	}
+	param := binary.LittleEndian.Uint16(data[4:])
+	if cs.long == nil {
+		cs.long = map[uint16][]byte{}
+	}
+	cs.long[param] = append(cs.long[param], data[6:]...)
+}
+
+// execute serves COM_STMT_EXECUTE: the statement is routed like its text,
+// prepared on the chosen connection if needed, and executed with the
+// node's statement id. Parameter types are always sent, so a connection
+// that did not see an earlier execution still has them.
+func (s *session) execute(data []byte) error {
+	if len(data) < 9 {
+		return s.writeErr(errMalformed)
+	}
+	id := binary.LittleEndian.Uint32(data)
+	cs := s.stmts[id]
+	if cs == nil {
+		return s.writeErr(errUnknownStmt(id, "mysqld_stmt_execute"))
+	}
+	body, types, err := rewriteExecute(data[9:], cs.numParams, cs.types)
+	if err != nil {
+		return s.writeErr(err)
+	}
+	cs.types = types
+	iter := data[5:9]
+	long := cs.long
+	cs.long = nil
+	return s.run(plan{st: cs.st, text: cs.sql, digest: cs.digest, record: true}, func(c *backend.Conn) error {
+		stmt, _, err := c.Prepare(cs.sql)
+		if err != nil {
+			return err
+		}
+		var sid [4]byte
+		binary.LittleEndian.PutUint32(sid[:], stmt.ID)
+		for param, chunk := range long {
+			pkt := make([]byte, 0, 6+len(chunk))
+			pkt = append(pkt, sid[:]...)
+			pkt = binary.LittleEndian.AppendUint16(pkt, param)
+			if err := c.WriteCommand(mysqlproto.ComStmtSendLongData, append(pkt, chunk...)); err != nil {
+				return err
+			}
+		}
+		payload := make([]byte, 0, 9+len(body))
+		payload = append(payload, sid[:]...)
+		payload = append(payload, 0) // no cursor: rows come with the response
+		payload = append(payload, iter...)
+		payload = append(payload, body...)
+		return c.WriteCommand(mysqlproto.ComStmtExecute, payload)
+	}, s.relay)
+}
+
+// asSQLError turns an error into what the client gets.
+func asSQLError(err error) *mysqlproto.Error {
+	var e *mysqlproto.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return mysqlproto.NewError(2013, "HY000", "proxy: %v", err)
+}
+
+// rewriteExecute takes the part of a COM_STMT_EXECUTE packet after the
+// statement id, flags and iteration count and returns it with the
+// parameter types always present (new-params-bound = 1), using types
+// remembered from an earlier execution when the client did not resend
+// them. It returns the types to remember.
+func rewriteExecute(rest []byte, numParams uint16, types []byte) (body, newTypes []byte, err *mysqlproto.Error) {
+	n := int(numParams)
+	if n == 0 {
+		return rest, types, nil
+	}
+	nb := (n + 7) / 8
+	if len(rest) < nb+1 {
+		return nil, types, errMalformed
+	}
+	values := rest[nb+1:]
+	switch rest[nb] {
+	case 1:
+		if len(values) < 2*n {
+			return nil, types, errMalformed
+		}
+		types = append([]byte(nil), values[:2*n]...)
+		values = values[2*n:]
+	case 0:
+		if len(types) != 2*n {
+			return nil, types, mysqlproto.NewError(1210, "HY000", "Incorrect arguments to mysqld_stmt_execute: no parameter types")
+		}
+	default:
+		return nil, types, errMalformed
+	}
+	body = make([]byte, 0, nb+1+len(types)+len(values))
+	body = append(body, rest[:nb]...)
+	body = append(body, 1)
+	body = append(body, types...)
+	return append(body, values...), types, nil
+}

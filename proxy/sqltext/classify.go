@@ -1,0 +1,297 @@
+package sqltext
+
+import "strings"
+
+// Kind says where a statement may run.
+type Kind int
+
+// Statement kinds.
+const (
+	// Read may run on any reader (subject to causal consistency).
+	Read Kind = iota
+	// Write must run on a writer.
+	Write
+	// Begin starts a transaction (BEGIN, START TRANSACTION).
+	Begin
+	// Commit ends a transaction (COMMIT).
+	Commit
+	// Rollback ends a transaction (ROLLBACK, not ROLLBACK TO SAVEPOINT).
+	Rollback
+	// Set assigns variables (SET ...).
+	Set
+	// Use changes the default database (USE db).
+	Use
+)
+
+// String names the kind.
+func (k Kind) String() string {
+	switch k {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	case Begin:
+		return "begin"
+	case Commit:
+		return "commit"
+	case Rollback:
+		return "rollback"
+	case Set:
+		return "set"
+	case Use:
+		return "use"
+	}
+	return "unknown"
+}
+
+// Assignment is one session-scoped assignment of a SET statement, kept so
+// that the proxy can replay it on another backend connection.
+type Assignment struct {
+	// Key identifies what is assigned: the lower-case variable name,
+	// "names" for SET NAMES / CHARACTER SET, "transaction" for SET
+	// SESSION TRANSACTION.
+	Key string
+	// Stmt is a statement that replays the assignment.
+	Stmt string
+	// Value is the assigned expression's text.
+	Value string
+}
+
+// Statement is what routing needs to know about a statement.
+type Statement struct {
+	Kind Kind
+	// Sticky means the statement creates session state the proxy cannot
+	// replay on another connection (user variables, named locks,
+	// temporary tables, LOCK TABLES, SQL-level PREPARE, SET TRANSACTION
+	// for the next transaction, multi-statements, XA): the session stays
+	// on one writer connection from then on.
+	Sticky bool
+	// Global is set for SET statements that assign a global variable.
+	Global bool
+	// DB is the database of USE.
+	DB string
+	// Vars are the session assignments of a SET statement.
+	Vars []Assignment
+}
+
+var lockFuncs = map[string]bool{"GET_LOCK": true, "RELEASE_LOCK": true, "RELEASE_ALL_LOCKS": true, "IS_FREE_LOCK": true, "IS_USED_LOCK": true}
+var sessionFuncs = map[string]bool{"LAST_INSERT_ID": true, "FOUND_ROWS": true, "ROW_COUNT": true}
+
+// Classify classifies a statement (a COM_QUERY text or a prepared
+// statement's SQL).
+func Classify(q string) Statement {
+	toks := lex(q)
+	// trailing semicolons end the statement; anything after one makes it a
+	// multi-statement
+	for len(toks) > 0 && toks[len(toks)-1].text == ";" {
+		toks = toks[:len(toks)-1]
+	}
+	for _, t := range toks {
+		if t.kind == tokPunct && t.text == ";" {
+			return Statement{Kind: Write, Sticky: true}
+		}
+	}
+	first := 0
+	for first < len(toks) && toks[first].text == "(" {
+		first++
+	}
+	if first >= len(toks) {
+		return Statement{Kind: Read}
+	}
+	w := toks[first].upper()
+	if toks[first].kind != tokWord {
+		w = ""
+	}
+	second := ""
+	if first+1 < len(toks) {
+		second = toks[first+1].upper()
+	}
+	switch w {
+	case "SELECT", "WITH", "TABLE", "VALUES", "SHOW", "DESC", "DESCRIBE", "EXPLAIN", "HELP":
+		return classifyRead(toks)
+	case "BEGIN":
+		if second == "" || second == "WORK" {
+			return Statement{Kind: Begin}
+		}
+		return Statement{Kind: Write}
+	case "START":
+		if second == "TRANSACTION" {
+			return Statement{Kind: Begin}
+		}
+		return Statement{Kind: Write}
+	case "COMMIT":
+		return Statement{Kind: Commit}
+	case "ROLLBACK":
+		for _, t := range toks[first+1:] {
+			if t.upper() == "TO" {
+				return Statement{Kind: Write}
+			}
+		}
+		return Statement{Kind: Rollback}
+	case "SET":
+		return classifySet(q, toks[first+1:])
+	case "USE":
+		if first+1 < len(toks) {
+			return Statement{Kind: Use, DB: unquoteIdent(toks[first+1].text)}
+		}
+		return Statement{Kind: Write}
+	case "LOCK", "UNLOCK", "PREPARE", "EXECUTE", "DEALLOCATE", "XA", "HANDLER":
+		return Statement{Kind: Write, Sticky: true}
+	case "CREATE", "DROP":
+		if second == "TEMPORARY" {
+			return Statement{Kind: Write, Sticky: true}
+		}
+	}
+	st := Statement{Kind: Write}
+	for _, t := range toks {
+		if t.kind == tokVar && !strings.HasPrefix(t.text, "@@") {
+			st.Sticky = true
+		}
+	}
+	return st
+}
+
+func classifyRead(toks []token) Statement {
+	st := Statement{Kind: Read}
+	for i, t := range toks {
+		switch t.kind {
+		case tokVar:
+			if !strings.HasPrefix(t.text, "@@") {
+				st.Sticky = true
+			}
+		case tokWord:
+			u := t.upper()
+			next := ""
+			if i+1 < len(toks) {
+				next = toks[i+1].upper()
+			}
+			switch {
+			case u == "FOR" && (next == "UPDATE" || next == "SHARE"):
+				st.Kind = Write
+			case u == "LOCK" && next == "IN":
+				st.Kind = Write
+			case u == "INTO":
+				st.Kind = Write
+			case u == "INSERT" || u == "UPDATE" || u == "DELETE" || u == "REPLACE":
+				st.Kind = Write
+			case u == "SQL_CALC_FOUND_ROWS":
+				st.Sticky = true
+			case next == "(" && lockFuncs[u]:
+				st.Sticky = true
+			case next == "(" && sessionFuncs[u]:
+				st.Kind = Write
+			}
+		}
+	}
+	if st.Sticky {
+		st.Kind = Write
+	}
+	return st
+}
+
+// classifySet classifies SET given the tokens after SET.
+func classifySet(q string, toks []token) Statement {
+	st := Statement{Kind: Set}
+	for _, item := range splitTop(toks) {
+		if len(item) == 0 {
+			continue
+		}
+		scope := ""
+		i := 0
+		switch u := item[0].upper(); {
+		case item[0].kind == tokWord && (u == "GLOBAL" || u == "PERSIST" || u == "PERSIST_ONLY"):
+			st.Global = true
+			continue
+		case item[0].kind == tokWord && (u == "SESSION" || u == "LOCAL"):
+			scope = "SESSION"
+			i = 1
+		}
+		if i >= len(item) {
+			continue
+		}
+		t := item[i]
+		text := q[t.start:item[len(item)-1].end]
+		switch {
+		case t.kind == tokVar && strings.HasPrefix(t.text, "@@"):
+			name := strings.ToLower(t.text[2:])
+			switch {
+			case strings.HasPrefix(name, "global.") || strings.HasPrefix(name, "persist"):
+				st.Global = true
+				continue
+			case strings.HasPrefix(name, "session."):
+				name = name[len("session."):]
+			case strings.HasPrefix(name, "local."):
+				name = name[len("local."):]
+			}
+			st.Vars = append(st.Vars, assignment(q, name, item[i+1:]))
+		case t.kind == tokVar:
+			st.Sticky = true
+		case t.kind == tokWord && (t.upper() == "NAMES" || t.upper() == "CHARSET" || (t.upper() == "CHARACTER" && i+1 < len(item) && item[i+1].upper() == "SET")):
+			st.Vars = append(st.Vars, Assignment{Key: "names", Stmt: "SET " + text, Value: text})
+		case t.kind == tokWord && t.upper() == "TRANSACTION":
+			if scope == "" {
+				// applies to the next transaction only
+				st.Sticky = true
+				continue
+			}
+			st.Vars = append(st.Vars, Assignment{Key: "transaction", Stmt: "SET SESSION " + text, Value: text})
+		case t.kind == tokWord || t.kind == tokQuoted:
+			st.Vars = append(st.Vars, assignment(q, strings.ToLower(unquoteIdent(t.text)), item[i+1:]))
+		default:
+			st.Sticky = true
+		}
+	}
+	if st.Sticky {
+		st.Kind = Write
+	}
+	return st
+}
+
+// assignment builds the replayable assignment of name from the tokens
+// after the variable name ("= expr" or ":= expr").
+func assignment(q, name string, rest []token) Assignment {
+	value := ""
+	if len(rest) > 1 && (rest[0].text == "=" || rest[0].text == ":=") {
+		value = q[rest[1].start:rest[len(rest)-1].end]
+	}
+	return Assignment{Key: name, Stmt: "SET SESSION " + name + " = " + value, Value: value}
+}
+
+// splitTop splits tokens at commas outside parentheses.
+func splitTop(toks []token) [][]token {
+	var out [][]token
+	depth, start := 0, 0
+	for i, t := range toks {
+		switch t.text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		case ",":
+			if depth == 0 && t.kind == tokPunct {
+				out = append(out, toks[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, toks[start:])
+}
+
+func unquoteIdent(s string) string {
+	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' {
+		return strings.ReplaceAll(s[1:len(s)-1], "``", "`")
+	}
+	return s
+}
+
+// BoolValue interprets a SET value as a boolean (0/1, ON/OFF,
+// TRUE/FALSE, quoted or not); ok is false for anything else.
+func BoolValue(v string) (b, ok bool) {
+	switch strings.ToLower(strings.Trim(strings.TrimSpace(v), `'"`)) {
+	case "1", "on", "true":
+		return true, true
+	case "0", "off", "false":
+		return false, true
+	}
+	return false, false
+}

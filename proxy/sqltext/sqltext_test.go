@@ -1,0 +1,118 @@
+package sqltext
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestDigest(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"SELECT * FROM t WHERE id = 5", "SELECT * FROM t WHERE id = ?"},
+		{"select  *\n from t where id=5", "SELECT * FROM t WHERE id = ?"},
+		{"SELECT a FROM t WHERE s = 'it''s' AND d = \"x\"", "SELECT a FROM t WHERE s = ? AND d = ?"},
+		{"SELECT a FROM t WHERE id IN (1, 2, 3, 4)", "SELECT a FROM t WHERE id IN (?,...)"},
+		{"SELECT a FROM t WHERE id IN (?, ?)", "SELECT a FROM t WHERE id IN (?,...)"},
+		{"INSERT INTO t VALUES (1, 'a', -2.5e3, 0x1F, x'ab', NULL)", "INSERT INTO t VALUES (?,..., NULL)"},
+		{"UPDATE t SET v = v - 1 WHERE id = -7", "UPDATE t SET v = v - ? WHERE id = ?"},
+		{"SELECT /* hint */ 1 -- trailing\n", "SELECT ?"},
+		{"SELECT 1 # mysql comment", "SELECT ?"},
+		{"SELECT `Weird Col` FROM `T1` LIMIT 10", "SELECT `Weird Col` FROM `T1` LIMIT ?"},
+		{"SELECT @@session.sql_mode, @X", "SELECT @@session.sql_mode, @x"},
+		{"SELECT Name FROM Users", "SELECT Name FROM Users"},
+		{"select count(*) from db1.t1", "SELECT COUNT(*) FROM db1.t1"},
+		{"SELECT 'unterminated", "SELECT ?"},
+		{"", ""},
+	}
+	for _, tc := range cases {
+		if got := Digest(tc.in); got != tc.want {
+			t.Errorf("Digest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		q    string
+		kind Kind
+		sticky,
+		global bool
+		db   string
+		vars []string // keys
+	}{
+		{q: "SELECT * FROM t", kind: Read},
+		{q: "  (SELECT 1) UNION (SELECT 2)", kind: Read},
+		{q: "select @@version", kind: Read},
+		{q: "SHOW TABLES", kind: Read},
+		{q: "WITH x AS (SELECT 1) SELECT * FROM x", kind: Read},
+		{q: "SELECT * FROM t FOR UPDATE", kind: Write},
+		{q: "SELECT * FROM t LOCK IN SHARE MODE", kind: Write},
+		{q: "SELECT LAST_INSERT_ID()", kind: Write},
+		{q: "SELECT GET_LOCK('x', 1)", kind: Write, sticky: true},
+		{q: "SELECT @a := 1", kind: Write, sticky: true},
+		{q: "SELECT 1 INTO @a", kind: Write, sticky: true},
+		{q: "SELECT 'FOR UPDATE' FROM t", kind: Read},
+		{q: "INSERT INTO t VALUES (1)", kind: Write},
+		{q: "UPDATE t SET a = @x", kind: Write, sticky: true},
+		{q: "BEGIN", kind: Begin},
+		{q: "START TRANSACTION READ ONLY", kind: Begin},
+		{q: "COMMIT", kind: Commit},
+		{q: "ROLLBACK", kind: Rollback},
+		{q: "ROLLBACK TO SAVEPOINT a", kind: Write},
+		{q: "USE `my db`", kind: Use, db: "my db"},
+		{q: "use shop", kind: Use, db: "shop"},
+		{q: "SET autocommit = 0", kind: Set, vars: []string{"autocommit"}},
+		{q: "SET SESSION sql_mode = 'ANSI', @@session.wsrep_sync_wait = 1", kind: Set, vars: []string{"sql_mode", "wsrep_sync_wait"}},
+		{q: "SET NAMES utf8mb4 COLLATE utf8mb4_bin", kind: Set, vars: []string{"names"}},
+		{q: "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", kind: Set, vars: []string{"transaction"}},
+		{q: "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", kind: Write, sticky: true},
+		{q: "SET GLOBAL max_connections = 10", kind: Set, global: true},
+		{q: "SET @x = 1", kind: Write, sticky: true},
+		{q: "SET x = FUNC(1, 2), y = 3", kind: Set, vars: []string{"x", "y"}},
+		{q: "CREATE TEMPORARY TABLE tmp (a INT)", kind: Write, sticky: true},
+		{q: "LOCK TABLES t WRITE", kind: Write, sticky: true},
+		{q: "SELECT 1; SELECT 2", kind: Write, sticky: true},
+		{q: "SELECT 1;", kind: Read},
+		{q: "SELECT ';'", kind: Read},
+		{q: "", kind: Read},
+	}
+	for _, tc := range cases {
+		st := Classify(tc.q)
+		var keys []string
+		for _, v := range st.Vars {
+			keys = append(keys, v.Key)
+		}
+		if st.Kind != tc.kind || st.Sticky != tc.sticky || st.Global != tc.global || st.DB != tc.db || !reflect.DeepEqual(keys, tc.vars) {
+			t.Errorf("Classify(%q) = %v sticky=%v global=%v db=%q vars=%v; want %v sticky=%v global=%v db=%q vars=%v",
+				tc.q, st.Kind, st.Sticky, st.Global, st.DB, keys, tc.kind, tc.sticky, tc.global, tc.db, tc.vars)
+		}
+	}
+}
+
+func TestSetReplay(t *testing.T) {
+	st := Classify("SET @@SESSION.sql_mode = 'ANSI_QUOTES', autocommit := OFF")
+	want := []Assignment{
+		{Key: "sql_mode", Stmt: "SET SESSION sql_mode = 'ANSI_QUOTES'", Value: "'ANSI_QUOTES'"},
+		{Key: "autocommit", Stmt: "SET SESSION autocommit = OFF", Value: "OFF"},
+	}
+	if !reflect.DeepEqual(st.Vars, want) {
+		t.Fatalf("vars = %+v", st.Vars)
+	}
+	for _, tc := range []struct {
+		v     string
+		b, ok bool
+	}{{"0", false, true}, {"'ON'", true, true}, {"true", true, true}, {"maybe", false, false}} {
+		if b, ok := BoolValue(tc.v); b != tc.b || ok != tc.ok {
+			t.Errorf("BoolValue(%q) = %v, %v", tc.v, b, ok)
+		}
+	}
+}
+
+func FuzzClassify(f *testing.F) {
+	for _, s := range []string{"SELECT 1", "SET a = (1, ')", "USE `", "/* x", "@@", "x'", "SET SESSION", "0x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		_ = Classify(q)
+		_ = Digest(q)
+	})
+}

@@ -1,0 +1,177 @@
+package replication
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// ErrDuplicateName is returned when a joining node's name belongs to
+// another member.
+var ErrDuplicateName = errors.New("replication: a member with this name already exists")
+
+// promoteLag is how close (in log entries) a learner must be to the
+// leader's log to be promoted to a voter.
+const promoteLag = 64
+
+// AddMember adds m to the cluster as a learner (it catches up without
+// counting toward quorum; the leader promotes it to voter once it has) and
+// waits until this node has applied the change.
+func (n *Node) AddMember(ctx context.Context, m Member) ([]Member, error) {
+	if m.ID == 0 {
+		return nil, errors.New("replication: member without id")
+	}
+	for {
+		existing, isMember := n.core.Member(m.ID)
+		var clash *Member
+		for _, o := range n.core.Members() {
+			if o.ID != m.ID && strings.EqualFold(o.Name, m.Name) {
+				o := o
+				clash = &o
+			}
+		}
+		if clash != nil {
+			return nil, fmt.Errorf("%w: node %q is member %016x (peer %s); remove it before adding a node with the same name", ErrDuplicateName, m.Name, clash.ID, clash.PeerAddr)
+		}
+		if isMember && existing.PeerAddr == m.PeerAddr {
+			return n.Members(), nil
+		}
+		ctxData, _ := json.Marshal(ccContext{Member: m})
+		cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeAddLearnerNode.Enum(), NodeId: new(m.ID)}}, Context: ctxData}
+		if isMember {
+			// a known member with a new address: update, keep its role
+			cc.Changes[0].Type = pb.ConfChangeUpdateNode.Enum()
+		}
+		if !n.Primary() {
+			return nil, ErrNotPrimary
+		}
+		select {
+		case n.confc <- cc:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-n.stopc:
+			return nil, ErrStopped
+		}
+		deadline := time.After(2 * n.electionTimeout())
+		for {
+			got, ok := n.core.Member(m.ID)
+			if ok && got.PeerAddr == m.PeerAddr {
+				n.log.Info("member added", "id", fmt.Sprintf("%016x", m.ID), "name", m.Name, "peer", m.PeerAddr)
+				return n.Members(), nil
+			}
+			select {
+			case <-time.After(20 * time.Millisecond):
+				continue
+			case <-deadline:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-n.stopc:
+				return nil, ErrStopped
+			}
+			break // proposal may have been dropped (another change pending): retry
+		}
+	}
+}
+
+// RemoveMember removes a member from the cluster.
+func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
+	for {
+		if _, ok := n.core.Member(id); !ok {
+			return nil
+		}
+		cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: new(id)}}}
+		select {
+		case n.confc <- cc:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.stopc:
+			return ErrStopped
+		}
+		select {
+		case <-time.After(n.electionTimeout()):
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.stopc:
+			return ErrStopped
+		}
+	}
+}
+
+// reportUnreachable tells raft a peer could not be reached (from the
+// transport, on any goroutine).
+func (n *Node) reportUnreachable(id uint64) {
+	select {
+	case n.unreachc <- id:
+	default:
+	}
+}
+
+// Removed is closed when this node's removal from the cluster applies.
+func (n *Node) Removed() <-chan struct{} { return n.removedc }
+
+// HandOffLeadership transfers leadership away from this node, when it
+// leads, and waits (up to an election timeout) until another member leads.
+func (n *Node) HandOffLeadership(ctx context.Context) {
+	reply := make(chan bool, 1)
+	select {
+	case n.handoffc <- reply:
+	case <-ctx.Done():
+		return
+	case <-n.stopc:
+		return
+	}
+	if !<-reply {
+		return
+	}
+	deadline := time.After(n.electionTimeout())
+	for {
+		if st := n.core.Status(); st.Leader != 0 && st.Leader != n.cfg.Self.ID {
+			return
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// ErrCannotLeave is returned by Leave when no member could remove this
+// node (no primary component, or the node is the last member).
+var ErrCannotLeave = errors.New("replication: no member could remove this node")
+
+// Leave removes this node from the cluster: it hands leadership over if it
+// leads, then asks another member to remove it and waits until the removal
+// applied there. The data dir is marked so the node cannot come back with
+// it.
+func (n *Node) Leave(ctx context.Context) error {
+	tr, ok := n.cfg.Transport.(*TCPTransport)
+	if !ok {
+		return fmt.Errorf("%w: a cluster of one cannot shrink", ErrCannotLeave)
+	}
+	n.HandOffLeadership(ctx)
+	var errs []error
+	for _, m := range n.Members() {
+		if m.ID == n.cfg.Self.ID || m.PeerAddr == "" {
+			continue
+		}
+		err := tr.requestRemoval(ctx, m.PeerAddr)
+		if err == nil {
+			if err := n.eng.DB().Set(keyRemoved, []byte{1}, pebble.Sync); err != nil {
+				return err
+			}
+			n.removedOnce.Do(func() { close(n.removedc) })
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("%w: %v", ErrCannotLeave, errors.Join(errs...))
+}

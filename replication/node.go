@@ -1,0 +1,516 @@
+// Package replication puts write-sets in one total order with etcd raft and
+// drives certification and apply on every node.
+//
+// Core is the IO-free state machine: raft, the raft log in the engine's
+// pebble database, certification (package certify) and apply (package
+// storage) of committed entries in log order. Node runs a Core with real
+// goroutines, a ticker and a Transport. A write-set's seqno is its raft
+// index. The origin of a write-set waits for its own entry in the committed
+// stream; it recognises it by the write-set id, never by "proposed means
+// ordered".
+package replication
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/certusdb/certus/certify"
+	"github.com/certusdb/certus/storage"
+	"github.com/certusdb/certus/txn"
+	"github.com/certusdb/certus/writeset"
+)
+
+// ErrNotPrimary is returned when the node is not part of a primary
+// component (it cannot reach a quorum), like Galera's non-Primary state.
+var ErrNotPrimary = txn.ErrNotPrimary
+
+// ErrStopped is returned by calls on a stopped node.
+var ErrStopped = errors.New("replication: node stopped")
+
+// ErrOutcomeUnknown is returned by Replicate when the node gave up on a
+// write-set whose fate it cannot learn (it may still commit). The node
+// starts a new incarnation, so the write-set is certified like another
+// node's should it land.
+var ErrOutcomeUnknown = txn.ErrOutcomeUnknown
+
+// ErrSyncWaitTimeout is returned when a causal read could not learn or
+// reach the cluster's commit position in time.
+var ErrSyncWaitTimeout = errors.New("Lock wait timeout exceeded; try restarting transaction")
+
+// Member describes one cluster member; it travels in the context of the
+// configuration change that adds it.
+type Member struct {
+	ID         uint64 `json:"id"`
+	Name       string `json:"name"`
+	PeerAddr   string `json:"peer_addr"`
+	SQLAddr    string `json:"sql_addr,omitempty"`
+	HTTPAddr   string `json:"http_addr,omitempty"`
+	Arbitrator bool   `json:"arbitrator,omitempty"`
+}
+
+// ccContext is the context of a configuration change.
+type ccContext struct {
+	Member      Member `json:"member"`
+	ClusterUUID string `json:"cluster_uuid,omitempty"`
+	ClusterName string `json:"cluster_name,omitempty"`
+}
+
+// Transport sends raft messages to peers. Incoming messages are handed to
+// Node.Step.
+type Transport interface {
+	// Send sends messages; it must not block the Ready loop for long.
+	Send(msgs []*pb.Message)
+	// SetMembers tells the transport where members are (adding to and
+	// updating what it knows; a node replaying old configuration changes
+	// must still reach today's members).
+	SetMembers(members []Member)
+	// RemoveMember forgets a removed member.
+	RemoveMember(id uint64)
+}
+
+// Config configures a Node. Zero durations take the documented defaults.
+type Config struct {
+	// Self is this node; Self.ID is its raft id.
+	Self Member
+	// ClusterName must match on every member.
+	ClusterName string
+	// Engine is the node's storage; the raft log lives in the same pebble.
+	Engine *storage.Engine
+	// Transport reaches the peers; nil for a cluster of one.
+	Transport Transport
+	// Bootstrap starts a new cluster of one on empty storage. Without it
+	// an empty node waits to be added to a running cluster.
+	Bootstrap bool
+	// TickInterval is the raft tick (default 50ms).
+	TickInterval time.Duration
+	// ElectionTicks is the election timeout in ticks (default 20 = 1s).
+	ElectionTicks int
+	// HeartbeatTicks is the heartbeat interval in ticks (default 2).
+	HeartbeatTicks int
+	// SyncLog fsyncs every log append before acknowledging it: a commit
+	// acknowledged to a client survives power loss. Off, the log is
+	// written at once but synced about every SyncInterval (like
+	// innodb_flush_log_at_trx_commit=2).
+	SyncLog bool
+	// SyncInterval is the background sync period when SyncLog is off
+	// (default 10ms).
+	SyncInterval time.Duration
+	// Cert configures certification.
+	Cert certify.Config
+	// LogRetentionBytes bounds the raft log kept for lagging followers
+	// (see CoreConfig; default DefaultLogRetentionBytes).
+	LogRetentionBytes uint64
+	// Joiner receives state transfers; nil: the node cannot receive one.
+	Joiner StateInstaller
+	// Arbitrator runs a member that votes but stores no data.
+	Arbitrator bool
+	// Logger receives the node's log; nil uses slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.TickInterval == 0 {
+		c.TickInterval = 50 * time.Millisecond
+	}
+	if c.ElectionTicks == 0 {
+		c.ElectionTicks = 20
+	}
+	if c.HeartbeatTicks == 0 {
+		c.HeartbeatTicks = 2
+	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = 10 * time.Millisecond
+	}
+	if c.Cert.Window == 0 {
+		c.Cert = certify.Defaults()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Keys of replication state written with applied seqnos.
+var (
+	keyHorizon     = []byte{storage.SpaceReplication, 'H'}
+	keyClusterUUID = []byte{storage.SpaceReplication, 'U'}
+	keyConfID      = []byte{storage.SpaceReplication, 'C'}
+	memberPrefix   = []byte{storage.SpaceReplication, 'M'}
+	// keyRemoved marks a data dir whose node was removed from the cluster.
+	keyRemoved = []byte{storage.SpaceReplication, 'X'}
+)
+
+// ErrRemoved is returned when starting a node that was removed from its
+// cluster: it must rejoin with a fresh data dir.
+var ErrRemoved = errors.New("replication: this node was removed from the cluster")
+
+// WasRemoved reports whether the engine's node was removed from its
+// cluster.
+func WasRemoved(eng *storage.Engine) (bool, error) {
+	_, ok, err := get(eng.DB(), keyRemoved)
+	return ok, err
+}
+
+func memberKey(id uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{}, memberPrefix...), id)
+}
+
+// Node is one replica: a Core driven by goroutines, a ticker and a
+// Transport, plus the waiting of local commits and causal reads.
+type Node struct {
+	cfg  Config
+	log  *slog.Logger
+	core *Core
+	eng  *storage.Engine
+
+	origin atomic.Uint64
+
+	propc    chan []byte
+	confc    chan *pb.ConfChangeV2
+	unreachc chan uint64
+	handoffc chan chan bool
+	recvc    chan *pb.Message
+	readc    chan struct{}
+	applyc   chan struct{} // wakes the apply stage
+	stopc    chan struct{}
+	done     chan struct{}
+	applied  chan struct{} // closed when the apply stage ends
+
+	mu      sync.Mutex
+	waiters map[writeset.ID]*waiter
+
+	readMu      sync.Mutex
+	readPending []*readWaiter // requests for the next ReadIndex round
+	readFlight  []*readWaiter // requests of the round in flight
+	readCtx     uint64
+	readStarted time.Time
+
+	appliedMu sync.Mutex
+	appliedCh chan struct{}
+
+	ctx    context.Context // ends at Stop; ends a state transfer in progress
+
+	commitKnown atomic.Bool // the cluster's commit index was learned since start (see learnClusterCommit)
+	cancel context.CancelFunc
+
+	removedc    chan struct{} // closed when this node's removal applies
+	removedOnce sync.Once
+}
+
+type waiter struct {
+	ch       chan txn.Outcome
+	data     []byte
+	proposed time.Time
+	term     uint64
+	// commitAt is the commit index when the write-set was first proposed.
+	commitAt uint64
+	// lost is closed when the node gives up on the write-set's outcome.
+	lost chan struct{}
+}
+
+type readWaiter struct {
+	ch chan readResult
+}
+
+type readResult struct {
+	index uint64
+	err   error
+}
+
+// Stats are cumulative counters for status variables.
+type Stats struct {
+	Replicated, ReplicatedBytes atomic.Uint64
+	SentBytes                   atomic.Uint64 // raft append payload sent to peers
+	Received, ReceivedBytes     atomic.Uint64
+	CertFailures                atomic.Uint64 // local write-sets that failed certification
+	CertFailuresAll             atomic.Uint64 // all write-sets that failed certification
+	Applied                     atomic.Uint64
+	ReadIndexRounds             atomic.Uint64
+	Compactions                 atomic.Uint64 // raft log compactions
+}
+
+// Start opens the replication core on cfg.Engine and starts its loop.
+func Start(cfg Config) (*Node, error) {
+	cfg.defaults()
+	n := &Node{
+		cfg: cfg, log: cfg.Logger, eng: cfg.Engine,
+		propc:     make(chan []byte, 1024),
+		confc:     make(chan *pb.ConfChangeV2, 16),
+		unreachc:  make(chan uint64, 64),
+		handoffc:  make(chan chan bool),
+		removedc:  make(chan struct{}),
+		recvc:     make(chan *pb.Message, 4096),
+		readc:     make(chan struct{}, 1),
+		applyc:    make(chan struct{}, 1),
+		applied:   make(chan struct{}),
+		stopc:     make(chan struct{}),
+		done:      make(chan struct{}),
+		waiters:   map[writeset.ID]*waiter{},
+		appliedCh: make(chan struct{}),
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.rotateOrigin()
+	var bootstrap []Member
+	if cfg.Bootstrap {
+		bootstrap = []Member{cfg.Self}
+	}
+	core, err := NewCore(CoreConfig{
+		Self: cfg.Self, ClusterName: cfg.ClusterName, Engine: cfg.Engine, Bootstrap: bootstrap,
+		ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks, SyncLog: cfg.SyncLog,
+		Cert: cfg.Cert, LogRetentionBytes: cfg.LogRetentionBytes, Joiner: cfg.Joiner, Arbitrator: cfg.Arbitrator, Context: n.ctx, Logger: cfg.Logger,
+		OnApplied: n.onApplied, OnReadState: n.finishRead, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
+	})
+	if err != nil {
+		n.cancel()
+		return nil, err
+	}
+	n.core = core
+	if cfg.Transport != nil {
+		cfg.Transport.SetMembers(core.Members())
+	}
+	go n.run()
+	go n.applyLoop()
+	go n.learnClusterCommit()
+	if !cfg.SyncLog {
+		go n.syncLoop()
+	}
+	return n, nil
+}
+
+// learnClusterCommit asks the leader for the cluster's commit index once,
+// right after start, and makes it the end of recovery: until the node has
+// applied that far (from the log or by a state transfer) it is not
+// Recovered and serves no reads, so a restarted node never answers from
+// the state it had before it went away.
+func (n *Node) learnClusterCommit() {
+	for {
+		idx, err := n.ReadIndex(n.ctx)
+		if err == nil {
+			n.core.RaiseRecoverTo(idx)
+			n.commitKnown.Store(true)
+			return
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Recovered reports whether the node has learned the cluster's commit
+// index since it started and applied everything up to it.
+func (n *Node) Recovered() bool { return n.commitKnown.Load() && n.core.Recovered() }
+
+// Core is the node's replication state machine.
+func (n *Node) Core() *Core { return n.core }
+
+// rotateOrigin starts a new incarnation: write-sets from earlier ones count
+// as another node's, so an abandoned commit can never escape certification.
+func (n *Node) rotateOrigin() {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	n.origin.Store(binary.LittleEndian.Uint64(b[:]) | 1)
+}
+
+// Stop stops the node's loop.
+func (n *Node) Stop() {
+	select {
+	case <-n.stopc:
+	default:
+		close(n.stopc)
+	}
+	n.cancel()
+	<-n.done
+	<-n.applied
+}
+
+// Origin implements txn.Replicator.
+func (n *Node) Origin() uint64 { return n.origin.Load() }
+
+// Step hands a message from a peer to the node.
+func (n *Node) Step(m *pb.Message) {
+	n.core.stats.Received.Add(1)
+	select {
+	case n.recvc <- m:
+	case <-n.stopc:
+	}
+}
+
+func (n *Node) run() {
+	defer close(n.done)
+	if err := n.core.FinishPendingTransfer(); err != nil {
+		if n.ctx.Err() == nil {
+			n.log.Error("replication stopped: cannot finish the interrupted state transfer", "err", err)
+		}
+		n.failAll(err)
+		<-n.stopc
+		return
+	}
+	ticker := time.NewTicker(n.cfg.TickInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			n.core.Tick()
+			n.tickChecks()
+		case data := <-n.propc:
+			n.core.Propose(data)
+			for more := true; more; {
+				select {
+				case data := <-n.propc:
+					n.core.Propose(data)
+				default:
+					more = false
+				}
+			}
+		case m := <-n.recvc:
+			n.core.Step(m)
+			for more := true; more; {
+				select {
+				case m := <-n.recvc:
+					n.core.Step(m)
+				default:
+					more = false
+				}
+			}
+		case <-n.readc:
+			n.startRead()
+		case cc := <-n.confc:
+			n.core.ProposeConfChange(cc)
+		case id := <-n.unreachc:
+			n.core.ReportUnreachable(id)
+		case reply := <-n.handoffc:
+			reply <- n.core.TransferLeadership()
+		case <-n.stopc:
+			n.failAll(ErrStopped)
+			return
+		}
+		msgs, err := n.core.Process()
+		if n.cfg.Transport != nil && len(msgs) > 0 {
+			n.cfg.Transport.Send(msgs)
+		}
+		if n.core.ApplyQueue() > 0 {
+			select {
+			case n.applyc <- struct{}{}:
+			default:
+			}
+		}
+		if err != nil {
+			if n.ctx.Err() != nil {
+				n.failAll(ErrStopped)
+				<-n.stopc
+				return
+			}
+			n.log.Error("replication stopped: cannot persist or apply", "err", err)
+			n.failAll(err)
+			<-n.stopc
+			return
+		}
+	}
+}
+
+// applyLoop is the apply stage: it certifies and applies the committed
+// entries the raft loop queues, so a long apply (a big transaction, an
+// index build) never stops raft's heartbeats.
+func (n *Node) applyLoop() {
+	defer close(n.applied)
+	for {
+		select {
+		case <-n.applyc:
+		case <-n.stopc:
+			return
+		}
+		for {
+			k, err := n.core.ApplyNext(64)
+			if k > 0 {
+				n.appliedMu.Lock()
+				close(n.appliedCh)
+				n.appliedCh = make(chan struct{})
+				n.appliedMu.Unlock()
+			}
+			if err != nil {
+				n.log.Error("replication stopped: cannot apply", "err", err)
+				n.failAll(err)
+				<-n.stopc
+				return
+			}
+			if k == 0 {
+				break
+			}
+			select {
+			case <-n.stopc:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// onApplied answers the local transaction waiting for ws, if any.
+func (n *Node) onApplied(ws *writeset.WriteSet, out txn.Outcome) {
+	n.mu.Lock()
+	w := n.waiters[ws.ID]
+	delete(n.waiters, ws.ID)
+	n.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if !out.Committed && out.Rejected == nil {
+		n.core.stats.CertFailures.Add(1)
+	}
+	w.ch <- out
+}
+
+// onTransferred answers the local transactions whose write-sets a state
+// transfer covered: their outcome is in the transferred certification
+// records. The others keep waiting (they may still be ordered).
+func (n *Node) onTransferred() {
+	n.mu.Lock()
+	var done []*waiter
+	var outs []txn.Outcome
+	for id, w := range n.waiters {
+		seqno, v, ok := n.core.Decided(id)
+		if !ok {
+			continue
+		}
+		out := txn.Outcome{Seqno: seqno}
+		switch v {
+		case VerdictCommitted:
+			out.Committed = true
+		case VerdictRejected:
+			out.Rejected = storage.ErrApplyRejected
+		default:
+			out.Reason = "key conflict (learned from a state transfer)"
+			n.core.stats.CertFailures.Add(1)
+		}
+		delete(n.waiters, id)
+		done, outs = append(done, w), append(outs, out)
+	}
+	n.mu.Unlock()
+	for i, w := range done {
+		w.ch <- outs[i]
+	}
+}
+
+func (n *Node) onMembers(members []Member, removed []uint64) {
+	for _, id := range removed {
+		if id == n.cfg.Self.ID {
+			n.removedOnce.Do(func() { close(n.removedc) })
+		}
+	}
+	if n.cfg.Transport == nil {
+		return
+	}
+	n.cfg.Transport.SetMembers(members)
+	for _, id := range removed {
+		n.cfg.Transport.RemoveMember(id)
+	}
+}

@@ -1,0 +1,273 @@
+package replication
+
+import (
+	"context"
+	"encoding/binary"
+	"time"
+
+	"go.etcd.io/raft/v3"
+
+	"github.com/certusdb/certus/txn"
+	"github.com/certusdb/certus/writeset"
+)
+
+// Members returns the cluster's members known to this node.
+func (n *Node) Members() []Member { return n.core.Members() }
+
+// Replicate implements txn.Replicator: it orders ws and waits until this
+// node has certified it and, if it passed, applied it.
+func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcome, error) {
+	if !n.Primary() {
+		return txn.Outcome{}, ErrNotPrimary
+	}
+	ws.ID.Origin = n.origin.Load()
+	data := ws.Encode(nil)
+	w := &waiter{ch: make(chan txn.Outcome, 1), data: data, proposed: time.Now(), lost: make(chan struct{})}
+	w.term, w.commitAt = n.core.Term(), n.core.Committed()
+	n.mu.Lock()
+	n.waiters[ws.ID] = w
+	n.mu.Unlock()
+	n.core.stats.Replicated.Add(1)
+	n.core.stats.ReplicatedBytes.Add(uint64(len(data)))
+	select {
+	case n.propc <- data:
+	case <-n.stopc:
+		return txn.Outcome{}, ErrStopped
+	case <-ctx.Done():
+		n.abandon(ws.ID)
+		return txn.Outcome{}, ctx.Err()
+	}
+	nonPrimarySince := time.Time{}
+	tick := time.NewTicker(n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks) / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case out := <-w.ch:
+			return out, nil
+		case <-w.lost:
+			n.rotateOrigin()
+			return txn.Outcome{}, ErrOutcomeUnknown
+		case <-ctx.Done():
+			n.abandon(ws.ID)
+			return txn.Outcome{}, ctx.Err()
+		case <-n.stopc:
+			return txn.Outcome{}, ErrStopped
+		case <-tick.C:
+			// Without a primary component the outcome stays unknown: give
+			// up after an election timeout, like Galera turning non-Primary.
+			if n.Primary() {
+				nonPrimarySince = time.Time{}
+				continue
+			}
+			if nonPrimarySince.IsZero() {
+				nonPrimarySince = time.Now()
+			} else if time.Since(nonPrimarySince) > n.electionTimeout() {
+				n.abandon(ws.ID)
+				return txn.Outcome{}, ErrNotPrimary
+			}
+		}
+	}
+}
+
+func (n *Node) electionTimeout() time.Duration {
+	return n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks)
+}
+
+// abandon stops waiting for a write-set whose outcome is unknown. The node
+// starts a new incarnation so that, should the write-set still commit, later
+// local transactions are certified against it like another node's.
+func (n *Node) abandon(id writeset.ID) {
+	n.mu.Lock()
+	delete(n.waiters, id)
+	n.mu.Unlock()
+	n.rotateOrigin()
+}
+
+// tickChecks re-proposes write-sets that may have been dropped in a leader
+// change: still unanswered after an election timeout, proposed in an
+// earlier term. Certification drops a second copy.
+func (n *Node) tickChecks() {
+	term, committed, horizon := n.core.Term(), n.core.Committed(), n.core.ReproposeHorizon()
+	n.mu.Lock()
+	var again [][]byte
+	for id, w := range n.waiters {
+		if w.term >= term || time.Since(w.proposed) <= n.electionTimeout() {
+			continue
+		}
+		if committed > w.commitAt+horizon {
+			// too late to propose it again safely: give up on it
+			delete(n.waiters, id)
+			close(w.lost)
+			continue
+		}
+		w.term = term
+		w.proposed = time.Now()
+		again = append(again, w.data)
+	}
+	n.mu.Unlock()
+	for _, d := range again {
+		n.core.Propose(d)
+	}
+	n.checkReadTimeout()
+}
+
+func (n *Node) failAll(err error) {
+	n.mu.Lock()
+	n.waiters = map[writeset.ID]*waiter{}
+	n.mu.Unlock()
+	n.readMu.Lock()
+	all := append(n.readPending, n.readFlight...)
+	n.readPending, n.readFlight = nil, nil
+	n.readMu.Unlock()
+	for _, r := range all {
+		r.ch <- readResult{err: err}
+	}
+}
+
+// ReadIndex returns the cluster's commit index as of the call: every write
+// acknowledged before it returns is at or below the index. Concurrent calls
+// share one raft ReadIndex round.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	r := &readWaiter{ch: make(chan readResult, 1)}
+	n.readMu.Lock()
+	n.readPending = append(n.readPending, r)
+	n.readMu.Unlock()
+	select {
+	case n.readc <- struct{}{}:
+	default:
+	}
+	select {
+	case res := <-r.ch:
+		return res.index, res.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// startRead starts a ReadIndex round for the pending requests unless one is
+// in flight (the loop starts the next one when it finishes).
+func (n *Node) startRead() {
+	n.readMu.Lock()
+	defer n.readMu.Unlock()
+	if len(n.readFlight) > 0 || len(n.readPending) == 0 {
+		return
+	}
+	n.readFlight, n.readPending = n.readPending, nil
+	n.readCtx++
+	n.readStarted = time.Now()
+	n.core.stats.ReadIndexRounds.Add(1)
+	n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, n.readCtx))
+}
+
+func (n *Node) finishRead(rs raft.ReadState) {
+	if len(rs.RequestCtx) != 8 {
+		return
+	}
+	n.readMu.Lock()
+	if binary.BigEndian.Uint64(rs.RequestCtx) != n.readCtx {
+		n.readMu.Unlock()
+		return
+	}
+	flight := n.readFlight
+	n.readFlight = nil
+	pending := len(n.readPending) > 0
+	n.readMu.Unlock()
+	for _, r := range flight {
+		r.ch <- readResult{index: rs.Index}
+	}
+	if pending {
+		n.startRead()
+	}
+}
+
+// checkReadTimeout fails a ReadIndex round that got no answer (no leader,
+// or the request was lost) after an election timeout; callers retry.
+func (n *Node) checkReadTimeout() {
+	n.readMu.Lock()
+	if len(n.readFlight) == 0 || time.Since(n.readStarted) < n.electionTimeout() {
+		n.readMu.Unlock()
+		return
+	}
+	flight := n.readFlight
+	n.readFlight = nil
+	pending := len(n.readPending) > 0
+	n.readMu.Unlock()
+	err := ErrSyncWaitTimeout
+	if !n.Primary() {
+		err = ErrNotPrimary
+	}
+	for _, r := range flight {
+		r.ch <- readResult{err: err}
+	}
+	if pending {
+		n.startRead()
+	}
+}
+
+// WaitApplied blocks until the node has applied seqno.
+func (n *Node) WaitApplied(ctx context.Context, seqno uint64) error {
+	for {
+		n.appliedMu.Lock()
+		ch := n.appliedCh
+		n.appliedMu.Unlock()
+		if n.eng.Applied() >= seqno {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.stopc:
+			return ErrStopped
+		}
+	}
+}
+
+// SyncWait waits until this node has applied everything committed in the
+// cluster when it was called (wsrep_sync_wait).
+func (n *Node) SyncWait(ctx context.Context) error {
+	idx, err := n.ReadIndex(ctx)
+	if err != nil {
+		return err
+	}
+	return n.WaitApplied(ctx, idx)
+}
+
+// syncLoop makes the log durable periodically when SyncLog is off.
+func (n *Node) syncLoop() {
+	t := time.NewTicker(n.cfg.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if err := n.eng.Sync(); err != nil {
+				n.log.Error("background log sync failed", "err", err)
+			}
+		case <-n.stopc:
+			_ = n.eng.Sync()
+			return
+		}
+	}
+}
+
+// Primary reports whether the node is in a primary component.
+func (n *Node) Primary() bool { return n.core.Primary() }
+
+// Status returns the node's state.
+func (n *Node) Status() Status {
+	st := n.core.Status()
+	n.mu.Lock()
+	st.Waiting = len(n.waiters)
+	n.mu.Unlock()
+	return st
+}
+
+// Stats returns the node's counters.
+func (n *Node) Stats() *Stats { return n.core.Stats() }
+
+// AutoIncrementStride returns the AUTO_INCREMENT increment and this
+// node's offset.
+func (n *Node) AutoIncrementStride() (increment, offset uint64) { return n.core.AutoIncrementStride() }
+
+// ClusterUUID is the cluster's state UUID ("" until known).
+func (n *Node) ClusterUUID() string { return n.core.ClusterUUID() }

@@ -1,0 +1,693 @@
+package replication
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/certusdb/certus/internal/frame"
+)
+
+// Peer wire protocol. Every connection starts with a hello frame from the
+// dialer and a reply from the listener; after that the dialer streams
+// frames (package frame). A frame with a bad checksum or an unknown type
+// closes the connection and is logged; nothing in it is applied.
+const (
+	frameHello     byte = 1 // JSON hello
+	frameHelloOK   byte = 2 // JSON reply
+	frameRaft      byte = 3 // protobuf raft message
+	frameJoin      byte = 4 // JSON join request
+	frameJoinReply byte = 5 // JSON join reply
+	// frameStateTransfer asks for a state transfer (package
+	// statetransfer); the listener answers with the transfer stream.
+	frameStateTransfer byte = 6
+	frameLeave         byte = 7 // JSON leave request: remove the sender
+	frameLeaveReply    byte = 8 // JSON reply
+)
+
+// leaveReply answers a leave request.
+type leaveReply struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+// ErrPeerRejected is returned when a peer refuses the handshake (another
+// cluster name or a wrong secret).
+var ErrPeerRejected = errors.New("replication: peer rejected the connection")
+
+type hello struct {
+	Cluster string `json:"cluster"`
+	From    uint64 `json:"from"`
+	Nonce   string `json:"nonce"`
+	Auth    string `json:"auth,omitempty"`
+}
+
+type helloReply struct {
+	OK     bool   `json:"ok"`
+	Error  string `json:"error,omitempty"`
+	NodeID uint64 `json:"node_id"`
+}
+
+// JoinRequest asks a member to add the sender to the cluster.
+type JoinRequest struct {
+	Member Member `json:"member"`
+}
+
+// JoinReply answers a JoinRequest.
+type JoinReply struct {
+	OK          bool     `json:"ok"`
+	Error       string   `json:"error,omitempty"`
+	Retry       bool     `json:"retry,omitempty"` // the error is temporary
+	Members     []Member `json:"members,omitempty"`
+	ClusterUUID string   `json:"cluster_uuid,omitempty"`
+}
+
+func authTag(secret, cluster string, from uint64, nonce string) string {
+	if secret == "" {
+		return ""
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(m, "%s|%d|%s", cluster, from, nonce)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// TCPTransport carries raft messages between members over TCP.
+type TCPTransport struct {
+	self    uint64
+	cluster string
+	secret  string
+	log     *slog.Logger
+	ln      net.Listener
+
+	node atomic.Pointer[Node]
+
+	mu      sync.Mutex
+	blocked map[uint64]bool // fault injection: peers cut off
+	peers   map[uint64]*peer
+	addrs   map[uint64]string
+	closed  bool
+	inbound map[net.Conn]struct{}
+	wg      sync.WaitGroup
+
+	ctx    context.Context // ends when the transport closes
+	cancel context.CancelFunc
+	// transfer serves state transfer requests (nil: refused).
+	transfer atomic.Pointer[TransferHandler]
+}
+
+// TransferHandler serves one state transfer request: it writes the
+// transfer stream for payload (the request) to w until done or ctx ends.
+type TransferHandler func(ctx context.Context, w io.Writer, payload []byte) error
+
+// TransportConfig configures a TCPTransport.
+type TransportConfig struct {
+	// Self is this node's raft id.
+	Self uint64
+	// Listen is the peer address to listen on.
+	Listen string
+	// ClusterName and Secret must match on both ends of a connection.
+	ClusterName string
+	Secret      string
+	Logger      *slog.Logger
+}
+
+// NewTCPTransport listens on cfg.Listen.
+func NewTCPTransport(cfg TransportConfig) (*TCPTransport, error) {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("replication: listen on peer address %s: %w", cfg.Listen, err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	t := &TCPTransport{
+		self: cfg.Self, cluster: cfg.ClusterName, secret: cfg.Secret, log: cfg.Logger, ln: ln,
+		peers: map[uint64]*peer{}, addrs: map[uint64]string{}, inbound: map[net.Conn]struct{}{},
+		blocked: map[uint64]bool{},
+	}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.wg.Add(1)
+	go t.accept()
+	return t, nil
+}
+
+// Attach sets the node that receives messages; until then inbound raft
+// messages are dropped.
+func (t *TCPTransport) Attach(n *Node) { t.node.Store(n) }
+
+// HandleStateTransfer makes the transport serve state transfer requests
+// with h (this node becomes a possible donor).
+func (t *TCPTransport) HandleStateTransfer(h TransferHandler) { t.transfer.Store(&h) }
+
+// DialStateTransfer connects to the member at addr and sends it a state
+// transfer request; the returned stream is the donor's answer.
+func (t *TCPTransport) DialStateTransfer(ctx context.Context, addr string, req []byte) (io.ReadCloser, error) {
+	c, err := dial(ctx, addr, t.cluster, t.secret, t.self)
+	if err != nil {
+		return nil, err
+	}
+	if err := frame.Write(c, frameStateTransfer, req); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{bufio.NewReaderSize(&deadlineConn{c}, 1<<20), c}, nil
+}
+
+// deadlineConn bounds every read and write of a state transfer, so a peer
+// that stops answering ends the transfer (which then resumes) instead of
+// hanging it.
+type deadlineConn struct{ net.Conn }
+
+const transferIdle = 30 * time.Second
+
+func (d *deadlineConn) Read(p []byte) (int, error) {
+	_ = d.SetReadDeadline(time.Now().Add(transferIdle))
+	return d.Conn.Read(p)
+}
+
+func (d *deadlineConn) Write(p []byte) (int, error) {
+	_ = d.SetWriteDeadline(time.Now().Add(transferIdle))
+	return d.Conn.Write(p)
+}
+
+// Addr is the listening address.
+func (t *TCPTransport) Addr() string { return t.ln.Addr().String() }
+
+// SetMembers implements Transport.
+func (t *TCPTransport) SetMembers(members []Member) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, m := range members {
+		if m.ID == t.self || m.PeerAddr == "" {
+			continue
+		}
+		if old, ok := t.addrs[m.ID]; ok && old != m.PeerAddr {
+			if p := t.peers[m.ID]; p != nil {
+				p.stop()
+				delete(t.peers, m.ID)
+			}
+		}
+		t.addrs[m.ID] = m.PeerAddr
+	}
+}
+
+// Block cuts this node off from the given peers (fault injection for
+// tests): messages to them are dropped and connections from them closed.
+// Block(nil) heals.
+func (t *TCPTransport) Block(ids []uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.blocked = map[uint64]bool{}
+	for _, id := range ids {
+		t.blocked[id] = true
+		if p := t.peers[id]; p != nil {
+			p.stop()
+			delete(t.peers, id)
+		}
+	}
+	for c := range t.inbound {
+		c.Close() // reconnecting peers are checked against the new set
+	}
+}
+
+func (t *TCPTransport) isBlocked(id uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.blocked[id]
+}
+
+// RemoveMember implements Transport.
+func (t *TCPTransport) RemoveMember(id uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.peers[id]; p != nil {
+		p.stop()
+		delete(t.peers, id)
+	}
+	delete(t.addrs, id)
+}
+
+// Send implements Transport. It never blocks: a message that does not fit
+// a peer's queue is dropped (raft retransmits).
+func (t *TCPTransport) Send(msgs []*pb.Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	for _, m := range msgs {
+		to := m.GetTo()
+		if t.blocked[to] {
+			continue
+		}
+		p := t.peers[to]
+		if p == nil {
+			addr, ok := t.addrs[to]
+			if !ok {
+				continue
+			}
+			p = newPeer(t, to, addr)
+			t.peers[to] = p
+		}
+		select {
+		case p.queue <- m:
+		default:
+			t.unreachable(to)
+		}
+	}
+}
+
+func (t *TCPTransport) unreachable(id uint64) {
+	if n := t.node.Load(); n != nil {
+		n.reportUnreachable(id)
+	}
+}
+
+// Close stops the transport.
+func (t *TCPTransport) Close() {
+	t.cancel()
+	t.mu.Lock()
+	t.closed = true
+	for _, p := range t.peers {
+		p.stop()
+	}
+	for c := range t.inbound {
+		c.Close()
+	}
+	t.mu.Unlock()
+	t.ln.Close()
+	t.wg.Wait()
+}
+
+func (t *TCPTransport) accept() {
+	defer t.wg.Done()
+	for {
+		c, err := t.ln.Accept()
+		if err != nil {
+			return
+		}
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			c.Close()
+			return
+		}
+		t.inbound[c] = struct{}{}
+		t.wg.Add(1)
+		t.mu.Unlock()
+		go func() {
+			defer t.wg.Done()
+			t.serve(c)
+			t.mu.Lock()
+			delete(t.inbound, c)
+			t.mu.Unlock()
+		}()
+	}
+}
+
+// serve handles one inbound connection.
+func (t *TCPTransport) serve(c net.Conn) {
+	defer c.Close()
+	r := bufio.NewReaderSize(c, 64<<10)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	typ, payload, err := frame.Read(r)
+	if err != nil || typ != frameHello {
+		t.log.Warn("rejected peer connection: bad handshake", "remote", c.RemoteAddr().String(), "err", err)
+		return
+	}
+	var h hello
+	if err := json.Unmarshal(payload, &h); err != nil {
+		t.log.Warn("rejected peer connection: unreadable hello", "remote", c.RemoteAddr().String(), "err", err)
+		return
+	}
+	if t.isBlocked(h.From) {
+		return
+	}
+	reply := helloReply{OK: true, NodeID: t.self}
+	switch {
+	case h.Cluster != t.cluster:
+		reply = helloReply{Error: fmt.Sprintf("cluster name mismatch: this node is in cluster %q, peer claims %q", t.cluster, h.Cluster)}
+	case !hmac.Equal([]byte(h.Auth), []byte(authTag(t.secret, h.Cluster, h.From, h.Nonce))):
+		reply = helloReply{Error: "cluster secret mismatch"}
+	}
+	data, _ := json.Marshal(reply)
+	if err := frame.Write(c, frameHelloOK, data); err != nil || !reply.OK {
+		if !reply.OK {
+			t.log.Warn("rejected peer connection", "remote", c.RemoteAddr().String(), "reason", reply.Error)
+		}
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	for {
+		if t.isBlocked(h.From) {
+			return
+		}
+		typ, payload, err := frame.Read(r)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				t.log.Debug("peer connection closed", "remote", c.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+		switch typ {
+		case frameRaft:
+			m := &pb.Message{}
+			if err := proto.Unmarshal(payload, m); err != nil {
+				t.log.Warn("dropping corrupt raft message from peer", "remote", c.RemoteAddr().String(), "err", err)
+				return
+			}
+			if m.GetTo() != t.self {
+				continue
+			}
+			if n := t.node.Load(); n != nil {
+				n.core.stats.ReceivedBytes.Add(uint64(len(payload)))
+				n.Step(m)
+			}
+		case frameJoin:
+			t.handleJoin(c, payload)
+			return
+		case frameLeave:
+			t.handleLeave(c, h.From)
+			return
+		case frameStateTransfer:
+			h := t.transfer.Load()
+			if h == nil {
+				t.log.Warn("refusing a state transfer request: this node cannot donate", "remote", c.RemoteAddr().String())
+				return
+			}
+			if err := (*h)(t.ctx, &deadlineConn{c}, payload); err != nil {
+				t.log.Debug("state transfer to peer ended", "remote", c.RemoteAddr().String(), "err", err)
+			}
+			return
+		default:
+			t.log.Warn("closing peer connection: unknown frame type", "remote", c.RemoteAddr().String(), "type", typ)
+			return
+		}
+	}
+}
+
+func (t *TCPTransport) handleJoin(c net.Conn, payload []byte) {
+	var req JoinRequest
+	reply := JoinReply{}
+	n := t.node.Load()
+	if err := json.Unmarshal(payload, &req); err != nil {
+		reply.Error = "unreadable join request"
+	} else if n == nil {
+		reply.Error, reply.Retry = "node is starting", true
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		members, err := n.AddMember(ctx, req.Member)
+		cancel()
+		if err != nil {
+			reply.Error = err.Error()
+			reply.Retry = !errors.Is(err, ErrDuplicateName)
+		} else {
+			reply.OK, reply.Members, reply.ClusterUUID = true, members, n.ClusterUUID()
+		}
+	}
+	data, _ := json.Marshal(reply)
+	_ = frame.Write(c, frameJoinReply, data)
+}
+
+// handleLeave removes the sender of a leave request from the cluster and
+// answers once the removal applied here: the leaving node cannot count on
+// learning it from raft, which stops talking to a removed member.
+func (t *TCPTransport) handleLeave(c net.Conn, from uint64) {
+	reply := leaveReply{}
+	if n := t.node.Load(); n == nil {
+		reply.Error = "node is starting"
+	} else {
+		ctx, cancel := context.WithTimeout(t.ctx, 30*time.Second)
+		err := n.RemoveMember(ctx, from)
+		cancel()
+		if err != nil {
+			reply.Error = err.Error()
+		} else {
+			reply.OK = true
+			t.log.Info("member left the cluster", "id", fmt.Sprintf("%016x", from))
+		}
+	}
+	data, _ := json.Marshal(reply)
+	_ = frame.Write(c, frameLeaveReply, data)
+}
+
+// requestRemoval asks the member at addr to remove this node and waits
+// for its answer.
+func (t *TCPTransport) requestRemoval(ctx context.Context, addr string) error {
+	c, err := dial(ctx, addr, t.cluster, t.secret, t.self)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := frame.Write(c, frameLeave, []byte("{}")); err != nil {
+		return err
+	}
+	_ = c.SetReadDeadline(time.Now().Add(40 * time.Second))
+	typ, payload, err := frame.Read(c)
+	if err != nil {
+		return err
+	}
+	var reply leaveReply
+	if typ != frameLeaveReply || json.Unmarshal(payload, &reply) != nil {
+		return fmt.Errorf("%s: unexpected answer to a leave request", addr)
+	}
+	if !reply.OK {
+		return fmt.Errorf("%s: %s", addr, reply.Error)
+	}
+	return nil
+}
+
+// dial connects to addr and completes the handshake.
+func dial(ctx context.Context, addr, cluster, secret string, self uint64) (net.Conn, error) {
+	d := net.Dialer{Timeout: 3 * time.Second, KeepAlive: 10 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	nonce := fmt.Sprintf("%d", time.Now().UnixNano())
+	data, _ := json.Marshal(hello{Cluster: cluster, From: self, Nonce: nonce, Auth: authTag(secret, cluster, self, nonce)})
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := frame.Write(c, frameHello, data); err != nil {
+		c.Close()
+		return nil, err
+	}
+	typ, payload, err := frame.Read(c)
+	if err != nil || typ != frameHelloOK {
+		c.Close()
+		if err == nil {
+			err = fmt.Errorf("unexpected frame %d", typ)
+		}
+		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
+	}
+	var reply helloReply
+	if err := json.Unmarshal(payload, &reply); err != nil || !reply.OK {
+		c.Close()
+		if err == nil {
+			err = errors.New(reply.Error)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrPeerRejected, addr, err)
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// ErrJoinRefused is returned when a member refused a join for a reason
+// that retrying cannot fix (a duplicate name, a malformed request).
+var ErrJoinRefused = errors.New("replication: join refused")
+
+// Join asks one of addrs to add m to the cluster and returns the members.
+// It retries while the cluster cannot take the change yet (no primary
+// component, members unreachable) until ctx ends.
+func Join(ctx context.Context, addrs []string, cluster, secret string, m Member) (JoinReply, error) {
+	backoff := 100 * time.Millisecond
+	for {
+		reply, err := joinOnce(ctx, addrs, cluster, secret, m)
+		if err == nil || errors.Is(err, ErrPeerRejected) || errors.Is(err, ErrJoinRefused) {
+			return reply, err
+		}
+		select {
+		case <-ctx.Done():
+			return JoinReply{}, fmt.Errorf("could not join through %v: %w", addrs, err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func joinOnce(ctx context.Context, addrs []string, cluster, secret string, m Member) (JoinReply, error) {
+	var lastErr error
+	for _, addr := range addrs {
+		c, err := dial(ctx, addr, cluster, secret, m.ID)
+		if err != nil {
+			lastErr = err
+			if errors.Is(err, ErrPeerRejected) {
+				return JoinReply{}, err
+			}
+			continue
+		}
+		data, _ := json.Marshal(JoinRequest{Member: m})
+		if err := frame.Write(c, frameJoin, data); err != nil {
+			c.Close()
+			lastErr = err
+			continue
+		}
+		_ = c.SetReadDeadline(time.Now().Add(40 * time.Second))
+		typ, payload, err := frame.Read(c)
+		c.Close()
+		if err != nil || typ != frameJoinReply {
+			lastErr = fmt.Errorf("join via %s: %v", addr, err)
+			continue
+		}
+		var reply JoinReply
+		if err := json.Unmarshal(payload, &reply); err != nil {
+			lastErr = err
+			continue
+		}
+		if !reply.OK {
+			if reply.Retry {
+				lastErr = fmt.Errorf("join via %s: %s", addr, reply.Error)
+				continue
+			}
+			return reply, fmt.Errorf("%w by %s: %s", ErrJoinRefused, addr, reply.Error)
+		}
+		return reply, nil
+	}
+	return JoinReply{}, lastErr
+}
+
+// peer is an outbound connection to one member with its send queue.
+type peer struct {
+	t     *TCPTransport
+	id    uint64
+	addr  string
+	queue chan *pb.Message
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPeer(t *TCPTransport, id uint64, addr string) *peer {
+	p := &peer{t: t, id: id, addr: addr, queue: make(chan *pb.Message, 4096), done: make(chan struct{})}
+	t.wg.Add(1)
+	go p.run()
+	return p
+}
+
+func (p *peer) stop() { p.once.Do(func() { close(p.done) }) }
+
+func (p *peer) run() {
+	defer p.t.wg.Done()
+	backoff := 50 * time.Millisecond
+	var lastLog time.Time
+	for {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-p.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		c, err := dial(ctx, p.addr, p.t.cluster, p.t.secret, p.t.self)
+		cancel()
+		if err != nil {
+			if time.Since(lastLog) > 10*time.Second {
+				p.t.log.Warn("cannot reach peer", "peer", fmt.Sprintf("%016x", p.id), "addr", p.addr, "err", err)
+				lastLog = time.Now()
+			}
+			p.drain()
+			select {
+			case <-p.done:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		p.stream(c)
+	}
+}
+
+// drain drops queued messages while the peer is unreachable and tells raft.
+func (p *peer) drain() {
+	dropped := false
+	for {
+		select {
+		case <-p.queue:
+			dropped = true
+		default:
+			if dropped {
+				p.t.unreachable(p.id)
+			}
+			return
+		}
+	}
+}
+
+// stream writes queued messages to c until an error or stop.
+func (p *peer) stream(c net.Conn) {
+	defer c.Close()
+	// detect a closed connection: the listener never writes after hello
+	closed := make(chan struct{})
+	go func() {
+		var b [1]byte
+		_, _ = c.Read(b[:])
+		close(closed)
+	}()
+	w := bufio.NewWriterSize(c, 256<<10)
+	for {
+		var m *pb.Message
+		select {
+		case <-p.done:
+			return
+		case <-closed:
+			return
+		case m = <-p.queue:
+		}
+		for {
+			data, err := proto.Marshal(m)
+			if err != nil {
+				p.t.log.Error("cannot marshal raft message", "err", err)
+				break
+			}
+			_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			if err := frame.Write(w, frameRaft, data); err != nil {
+				return
+			}
+			if n := p.t.node.Load(); n != nil && m.GetType() == pb.MsgApp {
+				n.core.stats.SentBytes.Add(uint64(len(data)))
+			}
+			select {
+			case m = <-p.queue:
+				continue
+			default:
+			}
+			break
+		}
+		if err := w.Flush(); err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,701 @@
+// Package sim runs N Certus replication cores in one goroutine on a
+// simulated network and clock, injects faults from a seed and checks
+// invariants as it goes. The cores are the production code (raft, the raft
+// log and state in pebble on an in-memory crashable filesystem,
+// certification and apply); only the network, the clock and the clients
+// are simulated. The same seed gives the same run, event for event, and the
+// same trace digest, so any failure replays from its seed:
+//
+//	certus sim --seed S
+//
+// Faults: message loss, duplication, delay and reordering; partitions and
+// healing; node crashes that lose unsynced writes (a random part of them)
+// followed by restarts; and pauses (a node that stops ticking and answering
+// for a while, like SIGSTOP). Workload: bank transfers and registers,
+// written with row-lock discipline (as the origin's InnoDB-style locks
+// would) and read with wsrep_sync_wait-style causal reads.
+//
+// Checkers: every node applies the same write-set with the same verdict and
+// reaches the same state digest at every seqno; the bank total never
+// changes on any node; every acknowledged commit is committed on every node
+// that reaches its seqno (including after a crash and replay); the register
+// history is linearizable (porcupine); and at the end, healed and quiet,
+// all nodes converge.
+package sim
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	mrand "math/rand"
+	rand2 "math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dolthub/go-mysql-server/sql"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/certusdb/certus/certify"
+	"github.com/certusdb/certus/replication"
+	"github.com/certusdb/certus/statetransfer"
+	"github.com/certusdb/certus/storage"
+	"github.com/certusdb/certus/txn"
+	"github.com/certusdb/certus/writeset"
+)
+
+// Config configures one run. Zero sizes take the values of Defaults; zero
+// fault rates mean no such fault (use Defaults(seed) for the seed's mix).
+type Config struct {
+	// Seed determines everything else.
+	Seed int64
+	// Nodes is the cluster size.
+	Nodes int
+	// Ticks is how long faults and new client operations go on; a quiet,
+	// healed phase of QuietTicks follows.
+	Ticks      int
+	QuietTicks int
+	// ClientsPerNode run on each node.
+	ClientsPerNode int
+	// Accounts and Registers size the workload's tables.
+	Accounts  int
+	Registers int
+	// Net are the network faults (chosen from the seed when zero).
+	Net NetFaults
+	// CrashEvery, PartitionEvery and PauseEvery are the mean number of
+	// ticks between such faults (0: never).
+	CrashEvery, PartitionEvery, PauseEvery int
+	// CertWindow is the certification window (small, to exercise pruning).
+	CertWindow uint64
+	// LogRetention is the raft log retention in bytes (small, so that
+	// lagging nodes need state transfers).
+	LogRetention uint64
+	// SlowApply makes the apply stages fall behind raft now and then.
+	SlowApply bool
+	// Trace, when set, receives one line per event.
+	Trace io.Writer
+	// Log, when set, receives the nodes' own log (for debugging a seed).
+	Log io.Writer
+}
+
+// Defaults returns the default configuration for a seed: faults and
+// their rates are drawn from the seed.
+func Defaults(seed int64) Config {
+	r := mrand.New(mrand.NewSource(seed ^ 0x5eed))
+	return Config{
+		Seed: seed, Nodes: 3, Ticks: 600, QuietTicks: 300, ClientsPerNode: 2,
+		Accounts: 6, Registers: 3,
+		Net: NetFaults{
+			Drop:      []float64{0, 0.01, 0.05, 0.15}[r.Intn(4)],
+			Duplicate: []float64{0, 0.01, 0.05}[r.Intn(3)],
+			MaxDelay:  1 + r.Intn(6),
+		},
+		CrashEvery:     []int{0, 150, 400}[r.Intn(3)],
+		PartitionEvery: []int{0, 120, 300}[r.Intn(3)],
+		PauseEvery:     []int{0, 200}[r.Intn(2)],
+		CertWindow:     []uint64{50, 500, 100000}[r.Intn(3)],
+		LogRetention:   []uint64{1 << 10, 4 << 10, 1 << 30}[r.Intn(3)],
+		SlowApply:      r.Intn(2) == 0,
+	}
+}
+
+func (c *Config) fill() {
+	d := Defaults(c.Seed)
+	if c.Nodes == 0 {
+		c.Nodes = d.Nodes
+	}
+	if c.Ticks == 0 {
+		c.Ticks = d.Ticks
+	}
+	if c.QuietTicks == 0 {
+		c.QuietTicks = d.QuietTicks
+	}
+	if c.ClientsPerNode == 0 {
+		c.ClientsPerNode = d.ClientsPerNode
+	}
+	if c.Accounts == 0 {
+		c.Accounts = d.Accounts
+	}
+	if c.Registers == 0 {
+		c.Registers = d.Registers
+	}
+	if c.Net == (NetFaults{}) {
+		c.Net = d.Net
+	}
+	if c.CertWindow == 0 {
+		c.CertWindow = d.CertWindow
+	}
+	if c.LogRetention == 0 {
+		c.LogRetention = d.LogRetention
+	}
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Seed int64
+	// Digest is the SHA-256 of the run's event trace.
+	Digest string
+	// Err is the first invariant violation, or nil.
+	Err error
+	// Counters.
+	Commits, CertFailures, Unknown, Reads int
+	Crashes, Partitions, Pauses           int
+	Applied                               uint64
+	MessagesDropped, MessagesDuplicated   uint64
+}
+
+// Replay is the command that reproduces a seed.
+func Replay(seed int64) string { return fmt.Sprintf("certus sim --seed %d", seed) }
+
+// Run runs one simulation. Runs must not overlap: the run replaces the
+// process's crypto/rand reader with one derived from the seed (raft draws
+// its election timeouts from it).
+func Run(cfg Config) (res *Result) {
+	cfg.fill()
+	restore := seedCryptoRand(cfg.Seed)
+	defer restore()
+	w := newWorld(cfg)
+	res = &Result{Seed: cfg.Seed}
+	defer func() {
+		if r := recover(); r != nil {
+			res.Err = fmt.Errorf("panic at tick %d: %v", w.tick, r)
+		}
+		res.Applied = w.maxApplied()
+		w.close()
+		res.Digest = fmt.Sprintf("%x", w.trace.Sum(nil))
+		res.Commits, res.CertFailures, res.Unknown, res.Reads = w.commits, w.certFailures, w.unknown, w.reads
+		res.Crashes, res.Partitions, res.Pauses = w.crashes, w.partitions, w.pauses
+		res.MessagesDropped, res.MessagesDuplicated = w.net.dropped, w.net.duped
+	}()
+	if err := w.start(); err != nil {
+		res.Err = err
+		return res
+	}
+	res.Err = w.run()
+	return res
+}
+
+// seedCryptoRand makes crypto/rand deterministic for the run.
+func seedCryptoRand(seed int64) func() {
+	old := rand.Reader
+	rand.Reader = &seededReader{r: mrand.New(mrand.NewSource(seed ^ 0x7a3d))}
+	return func() { rand.Reader = old }
+}
+
+type seededReader struct{ r *mrand.Rand }
+
+func (s *seededReader) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+// world is one simulation.
+type world struct {
+	cfg   Config
+	r     *mrand.Rand
+	tick  int64
+	clock int64 // event counter, for the linearizability history
+	net   *network
+	nodes []*node
+	trace interface {
+		io.Writer
+		Sum([]byte) []byte
+	}
+	log *slog.Logger
+
+	// what the first node to apply each seqno decided; every node must agree
+	wsAt       map[uint64]writeset.ID
+	okAt       map[uint64]bool
+	digestAt   map[uint64]storage.Digest
+	acked      map[writeset.ID]uint64 // acknowledged commits and their seqnos
+	history    []operation
+	accounts   *storage.TableDef
+	registers  *storage.TableDef
+	quiet      bool
+	failure    error
+	setupFirst uint64 // commit index when the schema was first proposed
+
+	commits, certFailures, unknown, reads int
+	crashes, partitions, pauses           int
+}
+
+const (
+	accountsTable  = 100
+	registersTable = 101
+	initialBalance = 100
+)
+
+func newWorld(cfg Config) *world {
+	r := mrand.New(mrand.NewSource(cfg.Seed))
+	logOut := io.Discard
+	if cfg.Log != nil {
+		logOut = cfg.Log
+	}
+	w := &world{
+		cfg: cfg, r: r, net: newNetwork(r, cfg.Net), trace: sha256.New(),
+		log:      slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		wsAt:     map[uint64]writeset.ID{},
+		okAt:     map[uint64]bool{},
+		digestAt: map[uint64]storage.Digest{},
+		acked:    map[writeset.ID]uint64{},
+	}
+	w.accounts = &storage.TableDef{ID: accountsTable, DB: "sim", Name: "accounts", NextColumnID: 3, NextIndexID: 1,
+		Columns: []storage.ColumnDef{{ID: 1, Name: "id", Type: "bigint"}, {ID: 2, Name: "balance", Type: "bigint"}}, PK: []uint32{1}}
+	w.registers = &storage.TableDef{ID: registersTable, DB: "sim", Name: "registers", NextColumnID: 3, NextIndexID: 1,
+		Columns: []storage.ColumnDef{{ID: 1, Name: "id", Type: "bigint"}, {ID: 2, Name: "v", Type: "bigint"}}, PK: []uint32{1}}
+	return w
+}
+
+// event records one line of the trace.
+func (w *world) event(format string, args ...any) {
+	line := fmt.Sprintf("%06d ", w.tick) + fmt.Sprintf(format, args...) + "\n"
+	_, _ = io.WriteString(w.trace, line)
+	if w.cfg.Trace != nil {
+		_, _ = io.WriteString(w.cfg.Trace, line)
+	}
+}
+
+// fail records the first invariant violation.
+func (w *world) fail(format string, args ...any) {
+	if w.failure == nil {
+		w.failure = fmt.Errorf("tick %d: %s", w.tick, fmt.Sprintf(format, args...))
+		w.event("FAIL %v", w.failure)
+	}
+}
+
+func (w *world) members() []replication.Member {
+	var ms []replication.Member
+	for i := 1; i <= w.cfg.Nodes; i++ {
+		ms = append(ms, replication.Member{ID: uint64(i), Name: fmt.Sprintf("n%d", i), PeerAddr: fmt.Sprintf("sim:%d", i)})
+	}
+	return ms
+}
+
+func (w *world) start() error {
+	for _, m := range w.members() {
+		n := &node{w: w, id: m.ID, member: m, fs: vfs.NewCrashableMem(), locks: map[string]*client{}, pending: map[writeset.ID]*op{}, reads: map[uint64]*op{}}
+		if err := n.open(); err != nil {
+			return err
+		}
+		w.nodes = append(w.nodes, n)
+		for c := 0; c < w.cfg.ClientsPerNode; c++ {
+			n.clients = append(n.clients, &client{n: n, id: len(w.nodes)*100 + c})
+		}
+	}
+	return nil
+}
+
+func (w *world) close() {
+	for _, n := range w.nodes {
+		n.shutdown(false)
+	}
+}
+
+func (w *world) node(id uint64) *node { return w.nodes[id-1] }
+
+// run drives the simulation to its end and returns the first violation.
+func (w *world) run() error {
+	total := int64(w.cfg.Ticks + w.cfg.QuietTicks)
+	for w.tick = 1; w.tick <= total && w.failure == nil; w.tick++ {
+		if w.tick == int64(w.cfg.Ticks)+1 {
+			w.beginQuiet()
+		}
+		if !w.quiet {
+			w.injectFaults()
+		}
+		for _, n := range w.nodes {
+			if !n.up && w.tick >= n.restartAt {
+				n.restart()
+			}
+		}
+		w.step()
+		if w.tick%10 == 0 {
+			w.checkBank()
+		}
+	}
+	if w.failure != nil {
+		return w.failure
+	}
+	w.checkConverged()
+	if w.failure == nil {
+		w.checkLinearizable()
+	}
+	w.event("end applied=%d commits=%d certfail=%d unknown=%d reads=%d", w.maxApplied(), w.commits, w.certFailures, w.unknown, w.reads)
+	return w.failure
+}
+
+func (w *world) maxApplied() uint64 {
+	m := uint64(0)
+	for _, n := range w.nodes {
+		if n.up {
+			m = max(m, n.eng.Applied())
+		}
+	}
+	return m
+}
+
+// step advances every node by one tick.
+func (w *world) step() {
+	for _, m := range w.net.due(w.tick) {
+		n := w.node(m.GetTo())
+		switch {
+		case !n.up:
+		case n.pausedUntil > w.tick:
+			w.net.send(n.pausedUntil-1, []*pb.Message{m}) // delivered after the pause
+		default:
+			n.core.Step(m)
+		}
+	}
+	for _, n := range w.nodes {
+		if !n.up || n.pausedUntil > w.tick {
+			continue
+		}
+		n.core.Tick()
+		if !w.quiet || n.pendingWork() {
+			for _, c := range n.clients {
+				c.step()
+			}
+		}
+		n.process()
+	}
+}
+
+// process lets the node's core handle what it has ready.
+func (n *node) process() {
+	msgs, err := n.core.Process()
+	if n.transferFailed {
+		// the node gave up a state transfer: down until its restart,
+		// which finishes the transfer first
+		n.w.event("n%d down in the middle of a state transfer: %v", n.id, err)
+		n.transferFailed = false
+		n.crash()
+		return
+	}
+	if err != nil {
+		n.w.fail("node %d: %v", n.id, err)
+		return
+	}
+	n.w.net.send(n.w.tick, msgs)
+	// The apply stage runs on its own in a real node; here it takes a
+	// seeded share of the queue each tick, so appliers fall behind raft.
+	budget := 1 << 30
+	if n.w.cfg.SlowApply && n.w.r.Intn(3) == 0 {
+		budget = n.w.r.Intn(3)
+	}
+	if _, err := n.core.ApplyNext(budget); err != nil {
+		n.w.fail("node %d: apply: %v", n.id, err)
+		return
+	}
+	n.progress()
+}
+
+func (w *world) injectFaults() {
+	c := w.cfg
+	if c.CrashEvery > 0 && w.r.Intn(c.CrashEvery) == 0 {
+		n := w.nodes[w.r.Intn(len(w.nodes))]
+		if n.up {
+			w.crashes++
+			n.crash()
+		}
+	}
+	if c.PartitionEvery > 0 && w.r.Intn(c.PartitionEvery) == 0 {
+		if w.net.partitioned() {
+			w.net.heal()
+			w.event("heal")
+		} else {
+			w.partitions++
+			// cut off one node, or split into two groups
+			ids := make([]uint64, len(w.nodes))
+			for i, n := range w.nodes {
+				ids[i] = n.id
+			}
+			w.r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+			k := 1 + w.r.Intn(len(ids)-1)
+			w.net.isolate(ids[:k], ids[k:])
+			w.event("partition %v | %v", ids[:k], ids[k:])
+		}
+	}
+	if c.PauseEvery > 0 && w.r.Intn(c.PauseEvery) == 0 {
+		n := w.nodes[w.r.Intn(len(w.nodes))]
+		if n.up && n.pausedUntil <= w.tick {
+			w.pauses++
+			n.pausedUntil = w.tick + int64(10+w.r.Intn(60))
+			w.event("pause n%d until %d", n.id, n.pausedUntil)
+		}
+	}
+}
+
+// beginQuiet heals everything and restarts crashed nodes; no new client
+// operations start, pending ones finish.
+func (w *world) beginQuiet() {
+	w.quiet = true
+	w.net.heal()
+	w.net.faults = NetFaults{MaxDelay: 1}
+	for _, n := range w.nodes {
+		n.pausedUntil = 0
+		if !n.up {
+			n.restart()
+		}
+	}
+	w.event("quiet")
+}
+
+// sortedIDs returns the keys of m in order.
+func sortedIDs[V any](m map[uint64]V) []uint64 { return slices.Sorted(maps.Keys(m)) }
+
+// node is one simulated member.
+type node struct {
+	w      *world
+	id     uint64
+	member replication.Member
+	fs     *vfs.MemFS
+	eng    *storage.Engine
+	core   *replication.Core
+	up     bool
+
+	origin      uint64
+	seq         uint64
+	restartAt   int64
+	pausedUntil int64
+	incarnation int
+
+	clients []*client
+	locks   map[string]*client
+	pending map[writeset.ID]*op
+	reads   map[uint64]*op // ReadIndex requests by context
+	readCtx uint64
+	lastApp uint64
+
+	donor          *statetransfer.Donor
+	joiner         *statetransfer.Joiner
+	transferCtx    context.Context
+	transferCancel context.CancelFunc
+	attempts       int  // donor connections of the current transfer
+	transferFailed bool // the node gave up a transfer: it goes down
+}
+
+func (n *node) open() error {
+	eng, err := storage.Open(storage.Config{Dir: "db", FS: n.fs, CacheBytes: 4 << 20, MemTableBytes: 64 << 20})
+	if err != nil {
+		return fmt.Errorf("node %d: open: %w", n.id, err)
+	}
+	n.eng = eng
+	if err := n.openTransfer(); err != nil {
+		eng.Close()
+		return fmt.Errorf("node %d: state transfer: %w", n.id, err)
+	}
+	core, err := replication.NewCore(replication.CoreConfig{
+		Self: n.member, ClusterName: "sim", Engine: eng, Bootstrap: n.w.members(),
+		ClusterUUID: fmt.Sprintf("sim-%d", n.w.cfg.Seed), SyncLog: true,
+		Cert:              certify.Config{Window: n.w.cfg.CertWindow, MaxKeys: 1 << 20},
+		LogRetentionBytes: n.w.cfg.LogRetention,
+		Joiner:            n.joiner,
+		Context:           n.transferCtx,
+		Logger:            n.w.log,
+		OnApplied:         n.onApplied, OnReadState: n.onReadState, OnTransferred: n.onTransferred,
+	})
+	if err == nil {
+		err = core.FinishPendingTransfer()
+	}
+	if err != nil {
+		n.donor.Close()
+		eng.Close()
+		return fmt.Errorf("node %d: start: %w", n.id, err)
+	}
+	n.core, n.up = core, true
+	n.incarnation++
+	n.origin = uint64(n.id)<<32 | uint64(n.incarnation)
+	n.lastApp = eng.Applied()
+	return nil
+}
+
+// shutdown closes the node's storage; with crash set it keeps only what
+// was synced, plus a random part of what was not.
+func (n *node) shutdown(crash bool) {
+	if !n.up {
+		return
+	}
+	n.up = false
+	var crashed *vfs.MemFS
+	if crash {
+		seed := n.w.r.Uint64()
+		crashed = n.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: n.w.r.Intn(100), RNG: rand2.New(rand2.NewPCG(seed, seed^0x9e37))})
+	}
+	n.donor.Close()
+	_ = n.eng.Close()
+	if crash {
+		n.fs = crashed
+	}
+	n.eng, n.core = nil, nil
+}
+
+func (n *node) crash() {
+	n.w.event("crash n%d applied=%d", n.id, n.eng.Applied())
+	n.shutdown(true)
+	n.restartAt = n.w.tick + int64(20+n.w.r.Intn(150))
+	// local transactions die with the node; their outcome is unknown
+	for _, id := range sortedKeys(n.pending) {
+		n.pending[id].finish(outcomeUnknown)
+	}
+	n.locks = map[string]*client{}
+	n.reads = map[uint64]*op{}
+	for _, c := range n.clients {
+		c.cur = nil
+	}
+}
+
+func (n *node) restart() {
+	if err := n.open(); err != nil {
+		if n.transferFailed {
+			// the interrupted transfer could not finish yet: try later
+			n.transferFailed = false
+			n.restartAt = n.w.tick + 20
+			n.w.event("restart n%d postponed: %v", n.id, err)
+			return
+		}
+		n.w.fail("restart n%d: %v", n.id, err)
+		return
+	}
+	n.w.event("restart n%d applied=%d", n.id, n.eng.Applied())
+}
+
+// pendingWork reports whether local operations are still waiting.
+func (n *node) pendingWork() bool { return len(n.pending) > 0 || len(n.reads) > 0 }
+
+// onApplied checks every applied write-set against what the other nodes
+// decided at the same seqno and answers local clients.
+func (n *node) onApplied(ws *writeset.WriteSet, out txn.Outcome) {
+	w := n.w
+	s := out.Seqno
+	ok := out.Committed
+	_, d := n.eng.StateDigest()
+	if id, seen := w.wsAt[s]; seen {
+		if id != ws.ID {
+			w.fail("n%d applied write-set %v at seqno %d, another node applied %v there", n.id, ws.ID, s, id)
+		}
+		if w.okAt[s] != ok {
+			w.fail("n%d decided %v for seqno %d, another node decided %v", n.id, ok, s, w.okAt[s])
+		}
+		if w.digestAt[s] != d {
+			w.fail("n%d state digest %s at seqno %d, another node had %s", n.id, d, s, w.digestAt[s])
+		}
+	} else {
+		w.wsAt[s], w.okAt[s], w.digestAt[s] = ws.ID, ok, d
+		w.event("seq %d ws %v ok=%v reason=%q digest %s", s, ws.ID, ok, out.Reason, d)
+	}
+	if o := n.pending[ws.ID]; o != nil {
+		o.seqno = s
+		if ok {
+			o.finish(outcomeCommitted)
+		} else {
+			o.finish(outcomeFailed)
+		}
+	}
+}
+
+// onTransferred answers the pending operations whose write-sets a state
+// transfer covered, from the transferred certification records.
+func (n *node) onTransferred() {
+	for _, id := range sortedKeys(n.pending) {
+		o := n.pending[id]
+		seqno, v, ok := n.core.Decided(id)
+		if !ok {
+			continue
+		}
+		o.seqno = seqno
+		n.w.event("n%d learns %v from a state transfer: verdict %d at seqno %d", n.id, id, v, seqno)
+		if v == replication.VerdictCommitted {
+			o.finish(outcomeCommitted)
+		} else {
+			o.finish(outcomeFailed)
+		}
+	}
+}
+
+func (n *node) onReadState(rs raft.ReadState) {
+	if len(rs.RequestCtx) != 8 {
+		return
+	}
+	if o := n.reads[binary.BigEndian.Uint64(rs.RequestCtx)]; o != nil && o.readIndex == 0 {
+		o.readIndex = rs.Index
+	}
+}
+
+// progress completes causal reads whose index is applied.
+func (n *node) progress() {
+	applied := n.eng.Applied()
+	if applied < n.lastApp {
+		n.w.fail("n%d applied seqno went back from %d to %d", n.id, n.lastApp, applied)
+	}
+	if applied != n.lastApp {
+		// a state transfer moves applied without onApplied: the state must
+		// still be the one every node has at that seqno
+		if at, d := n.eng.StateDigest(); at == applied {
+			if want, ok := n.w.digestAt[applied]; ok && want != d {
+				n.w.fail("n%d state digest %s at seqno %d after catching up, another node had %s", n.id, d, applied, want)
+			}
+		}
+	}
+	n.lastApp = applied
+	for _, ctx := range sortedIDs(n.reads) {
+		o := n.reads[ctx]
+		if o.readIndex != 0 && applied >= o.readIndex {
+			delete(n.reads, ctx)
+			o.completeRead()
+		}
+	}
+}
+
+// lowWatermark is the lowest read position of the node's pending
+// write-sets (LastSeen).
+func (n *node) lowWatermark() uint64 {
+	low := n.eng.Applied()
+	for _, id := range sortedKeys(n.pending) {
+		low = min(low, n.pending[id].pos)
+	}
+	return low
+}
+
+func sortedKeys(m map[writeset.ID]*op) []writeset.ID {
+	ids := make([]writeset.ID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if ids[i].Origin != ids[j].Origin {
+			return ids[i].Origin < ids[j].Origin
+		}
+		return ids[i].Seq < ids[j].Seq
+	})
+	return ids
+}
+
+// readRow reads a row's value column at the node's latest state.
+func (n *node) readRow(def *storage.TableDef, id int64) (int64, bool) {
+	ti, err := def.Info()
+	if err != nil {
+		n.w.fail("table info: %v", err)
+		return 0, false
+	}
+	pk, _ := ti.EncodePK(nil, sql.Row{id, nil})
+	v := n.eng.Latest()
+	data, ok, err := v.Get(storage.RowKey(def.ID, pk))
+	if err != nil || !ok {
+		return 0, false
+	}
+	row, err := ti.DecodeRow(data)
+	if err != nil {
+		n.w.fail("n%d: %v", n.id, err)
+		return 0, false
+	}
+	return row[1].(int64), true
+}
+
+// ready reports whether the node has the workload's tables.
+func (n *node) ready() bool {
+	_, ok := n.eng.Catalog().Table(registersTable)
+	return ok && n.core.Primary()
+}

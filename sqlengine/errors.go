@@ -1,0 +1,235 @@
+package sqlengine
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/mysql"
+	goerrors "gopkg.in/src-d/go-errors.v1"
+
+	"github.com/certusdb/certus/storage"
+	"github.com/certusdb/certus/txn"
+	"github.com/certusdb/certus/writeset"
+)
+
+// Errors of the cluster layer, as the SQL layer reports them.
+var (
+	// ErrNotPrimary is Galera's ER_UNKNOWN_COM_ERROR (1047, 08S01) for a
+	// node outside the primary component.
+	ErrNotPrimary = mysql.NewSQLError(mysql.ERUnknownComError, "08S01", "WSREP has not yet prepared node for application use")
+	// ErrSyncWaitTimeout is returned when wsrep_sync_wait could not
+	// complete in time (Galera reports ER_LOCK_WAIT_TIMEOUT).
+	ErrSyncWaitTimeout = mysql.NewSQLError(mysql.ERLockWaitTimeout, mysql.SSUnknownSQLState, "Lock wait timeout exceeded; try restarting transaction")
+	// ErrEmptyQuery is MySQL's answer to a statement with no SQL in it.
+	ErrEmptyQuery = mysql.NewSQLError(mysql.EREmptyQuery, "42000", "Query was empty")
+	// ErrPacketTooLarge is returned for a statement longer than
+	// max_allowed_packet.
+	ErrPacketTooLarge = mysql.NewSQLError(mysql.ERNetPacketTooLarge, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
+)
+
+// sqlState gives the SQLSTATE MySQL uses for codes go-mysql-server
+// reports with a generic one.
+var sqlState = map[int]string{
+	mysql.ERDupEntry:                    "23000",
+	mysql.ERParseError:                  "42000",
+	mysql.ERNoSuchTable:                 "42S02",
+	mysql.ERBadFieldError:               "42S22",
+	mysql.ERLockDeadlock:                "40001",
+	mysql.ERLockWaitTimeout:             "HY000",
+	mysql.ERUnknownComError:             "08S01",
+	mysql.ERBadDb:                       "42000",
+	mysql.ERDbCreateExists:              "HY000",
+	mysql.ERTableExists:                 "42S01",
+	mysql.ERBadNullError:                "23000",
+	mysql.ERWrongValueForVar:            "42000",
+	mysql.ERWrongTypeForVar:             "42000",
+	mysql.ERUnknownSystemVariable:       "HY000",
+	mysql.ErNoReferencedRow2:            "23000",
+	mysql.ERRowIsReferenced2:            "23000",
+	mysql.ERNonUniq:                     "23000",
+	mysql.ERSubqueryNo1Row:              "21000",
+	mysql.EROperandColumns:              "21000",
+	mysql.ERMixOfGroupFuncAndFields:     "42000",
+	mysql.ERDupFieldName:                "42S21",
+	mysql.ERDupKeyName:                  "42000",
+	mysql.ERSPDoesNotExist:              "42000",
+	mysql.ERNoDb:                        "3D000",
+	mysql.ERAccessDeniedError:           "28000",
+	mysql.ERDBAccessDenied:              "42000",
+	mysql.ERTruncatedWrongValueForField: "HY000",
+	mysql.ERDataTooLong:                 "22001",
+	mysql.ERWarnDataOutOfRange:          "22003",
+	mysql.ERNetPacketTooLarge:           "08S01",
+	1792:                                "25006", // read-only transaction
+}
+
+// engineErr converts the errors of Certus's own layers (lock waits,
+// deadlocks, certification, quorum) to MySQL errors where they enter
+// go-mysql-server, which would otherwise report them as 1105. Other errors
+// pass unchanged so go-mysql-server can still act on them.
+func engineErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var dup *storage.DuplicateKeyError
+	if errors.As(err, &dup) {
+		// a unique index built over duplicates, refused at apply: keep
+		// go-mysql-server's error kind (ToSQLError reports 1062)
+		return dupErr(err)
+	}
+	switch {
+	case errors.Is(err, txn.ErrCertification), errors.Is(err, txn.ErrDeadlock),
+		errors.Is(err, txn.ErrLockWaitTimeout), errors.Is(err, txn.ErrReadOnly),
+		errors.Is(err, storage.ErrApplyRejected), errors.Is(err, writeset.ErrCorrupt),
+		errors.Is(err, txn.ErrNotPrimary), errors.Is(err, txn.ErrOutcomeUnknown):
+		return ToSQLError(err)
+	}
+	return err
+}
+
+// kindCode maps a go-mysql-server error kind to MySQL's code and SQLSTATE.
+type kindCode struct {
+	re    *regexp.Regexp
+	code  int
+	state string
+}
+
+// kindCodes recognise go-mysql-server errors by their message pattern:
+// its protocol handler turns them into 1105 before Certus sees them, so the
+// error value is gone by then.
+var kindCodes = buildKindCodes([]struct {
+	kind  *goerrors.Kind
+	code  int
+	state string
+}{
+	{sql.ErrColumnNotFound, mysql.ERBadFieldError, "42S22"},
+	{sql.ErrTableColumnNotFound, mysql.ERBadFieldError, "42S22"},
+	{sql.ErrTableAlreadyExists, mysql.ERTableExists, "42S01"},
+	{sql.ErrInsertIntoMismatchValueCount, mysql.ERWrongValueCountOnRow, "21S01"},
+	{types.ErrLengthBeyondLimit, mysql.ERDataTooLong, "22001"},
+	{sql.ErrAmbiguousColumnName, mysql.ERNonUniq, "23000"},
+	{sql.ErrNoDatabaseSelected, mysql.ERNoDb, "3D000"},
+	{sql.ErrValueOutOfRange, mysql.ERWarnDataOutOfRange, "22003"},
+	{sql.ErrIdentifierIsTooLong, mysql.ERTooLongIdent, "42000"},
+	{sql.ErrInvalidIdentifier, mysql.ERTooLongIdent, "42000"},
+	{sql.ErrUnknownSystemVariable, mysql.ERUnknownSystemVariable, "HY000"},
+	{sql.ErrInvalidSystemVariableValue, mysql.ERWrongValueForVar, "42000"},
+	{sql.ErrSystemVariableReadOnly, mysql.ERIncorrectGlobalLocalVar, "HY000"},
+	{sql.ErrSystemVariableSessionOnly, mysql.ERIncorrectGlobalLocalVar, "HY000"},
+	{sql.ErrSystemVariableGlobalOnly, mysql.ERIncorrectGlobalLocalVar, "HY000"},
+	{sql.ErrSavepointDoesNotExist, mysql.ERSPDoesNotExist, "42000"},
+	{sql.ErrUnknownTable, mysql.ERBadTable, "42S02"},
+	{sql.ErrTableNotFound, mysql.ERNoSuchTable, "42S02"},
+	{sql.ErrDatabaseNotFound, mysql.ERBadDb, "42000"},
+	{sql.ErrDuplicateKey, mysql.ERDupKeyName, "42000"},
+	{sql.ErrDuplicateColumn, mysql.ERDupFieldName, "42S21"},
+	{sql.ErrIndexNotFound, mysql.ERCantDropFieldOrKey, "42000"},
+	{sql.ErrInsertIntoNonNullableProvidedNull, mysql.ERBadNullError, "23000"},
+})
+
+var verb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
+
+func buildKindCodes(kinds []struct {
+	kind  *goerrors.Kind
+	code  int
+	state string
+}) []kindCode {
+	out := make([]kindCode, 0, len(kinds))
+	for _, k := range kinds {
+		parts := verb.Split(k.kind.Message, -1)
+		for i := range parts {
+			parts[i] = regexp.QuoteMeta(parts[i])
+		}
+		out = append(out, kindCode{re: regexp.MustCompile(strings.Join(parts, "(?s:.*)")), code: k.code, state: k.state})
+	}
+	return out
+}
+
+// byMessage finds the MySQL code of a go-mysql-server message.
+func byMessage(msg string) (kindCode, bool) {
+	for _, k := range kindCodes {
+		if k.re.MatchString(msg) {
+			return k, true
+		}
+	}
+	return kindCode{}, false
+}
+
+// ToSQLError converts any error to the MySQL error a client should see.
+func ToSQLError(err error) *mysql.SQLError {
+	if err == nil {
+		return nil
+	}
+	var se *mysql.SQLError
+	switch {
+	case errors.As(err, &se):
+		return fixState(se)
+	case errors.Is(err, txn.ErrNotPrimary):
+		return ErrNotPrimary
+	case errors.Is(err, txn.ErrOutcomeUnknown):
+		return mysql.NewSQLError(1180 /* ER_ERROR_DURING_COMMIT */, "HY000", "%s", txn.ErrOutcomeUnknown.Error())
+	case errors.Is(err, txn.ErrCertification), errors.Is(err, txn.ErrDeadlock):
+		return mysql.NewSQLError(mysql.ERLockDeadlock, mysql.SSLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction")
+	case errors.Is(err, txn.ErrLockWaitTimeout):
+		return mysql.NewSQLError(mysql.ERLockWaitTimeout, "HY000", "Lock wait timeout exceeded; try restarting transaction")
+	case errors.Is(err, txn.ErrReadOnly):
+		return mysql.NewSQLError(1792, "25006", "Cannot execute statement in a READ ONLY transaction.")
+	case errors.Is(err, storage.ErrApplyRejected):
+		var dup *storage.DuplicateKeyError
+		if errors.As(err, &dup) {
+			return mysql.NewSQLError(mysql.ERDupEntry, "23000", "Duplicate entry for key '%s'", dup.Index)
+		}
+		return mysql.NewSQLError(mysql.ERUnknownError, "HY000", "%s", strings.TrimPrefix(err.Error(), "storage: "))
+	case errors.Is(err, writeset.ErrCorrupt):
+		return mysql.NewSQLError(mysql.ERUnknownError, "HY000", "%s", err.Error())
+	case errors.Is(err, context.Canceled):
+		return mysql.NewSQLError(mysql.ERQueryInterrupted, "70100", "Query execution was interrupted")
+	case errors.Is(err, context.DeadlineExceeded):
+		return mysql.NewSQLError(3024, "HY000", "Query execution was interrupted, maximum statement execution time exceeded")
+	}
+	var uk sql.UniqueKeyError
+	if errors.As(err, &uk) {
+		return mysql.NewSQLError(mysql.ERDupEntry, "23000", "%s", uk.Error())
+	}
+	if k, ok := byMessage(sql.UnwrapError(err).Error()); ok {
+		return mysql.NewSQLError(k.code, k.state, "%s", err.Error())
+	}
+	return fixState(sql.CastSQLError(err))
+}
+
+// fixState replaces a generic SQLSTATE with MySQL's for known codes, and
+// turns go-mysql-server's parse errors (reported as 1105) into 1064.
+func fixState(se *mysql.SQLError) *mysql.SQLError {
+	code := se.Number()
+	msg := se.Message
+	if code == mysql.ERUnknownError && isParseError(msg) {
+		return mysql.NewSQLError(mysql.ERParseError, "42000", "%s", msg)
+	}
+	if code == mysql.ERUnknownError {
+		if k, ok := byMessage(msg); ok {
+			return mysql.NewSQLError(k.code, k.state, "%s", msg)
+		}
+	}
+	if code == mysql.ERSyntaxError {
+		return mysql.NewSQLError(mysql.ERParseError, "42000", "%s", msg)
+	}
+	if code == mysql.ERDupEntry {
+		// go-mysql-server prefixes MySQL's message with its own words
+		for _, p := range []string{"duplicate primary key given: ", "duplicate unique key given: "} {
+			msg = strings.TrimPrefix(msg, p)
+		}
+		return mysql.NewSQLError(code, "23000", "%s", msg)
+	}
+	if want, ok := sqlState[code]; ok && se.SQLState() != want {
+		return mysql.NewSQLError(code, want, "%s", msg)
+	}
+	return se
+}
+
+func isParseError(msg string) bool {
+	return strings.Contains(msg, "syntax error at position") || strings.HasPrefix(msg, "You have an error in your SQL syntax")
+}

@@ -1,0 +1,505 @@
+package sqlengine
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/hash"
+	"github.com/dolthub/go-mysql-server/sql/plan"
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+
+	"github.com/certusdb/certus/internal/codec"
+	"github.com/certusdb/certus/internal/fastsql"
+	"github.com/certusdb/certus/storage"
+	"github.com/certusdb/certus/txn"
+)
+
+// uniqueKey is the lock key of a unique index value.
+func uniqueKey(p *fastPlan, vals []byte) []byte {
+	return storage.UniqueCertKey(p.def.ID, p.ii.Def.ID, vals)
+}
+
+// selectRows runs a point, IN-list or key-range SELECT, with DISTINCT,
+// ORDER BY, LIMIT or one aggregate. It mirrors the plan go-mysql-server
+// builds for these shapes — rows in index order, then Distinct on the
+// projected rows, then a stable Sort (TopN with a LIMIT is one too), then Limit —
+// with go-mysql-server's own hashing, sorting and aggregation, so ties and
+// types come out the same.
+func (fc *fastCall) selectRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, p *fastPlan, fields []*querypb.Field, args []any) (*sqltypes.Result, error) {
+	keys, ok := p.keys(ctx, st, args)
+	if !ok {
+		return nil, errFallBack
+	}
+	limit := int64(-1)
+	if st.HasLimit {
+		l, ok := args[st.Limit].(int64)
+		if !ok || l < 0 {
+			return nil, errFallBack
+		}
+		limit = l
+	}
+	rows, err := p.scanRows(ctx, t, st, keys, limit)
+	if err != nil {
+		return nil, err
+	}
+	var out []sql.Row // projected
+	switch {
+	case p.agg != nil:
+		v, err := p.aggregate(ctx, rows)
+		if err != nil {
+			return nil, err
+		}
+		out = []sql.Row{{v}}
+	case st.Distinct:
+		out, err = distinctRows(ctx, p.project(rows))
+		if err != nil {
+			return nil, err
+		}
+		if out, err = sortRows(ctx, out, p.projSort); err != nil {
+			return nil, err
+		}
+		out = limitRows(out, limit)
+	default:
+		if rows, err = sortRows(ctx, rows, p.sort); err != nil {
+			return nil, err
+		}
+		out = p.project(limitRows(rows, limit))
+	}
+	res := &sqltypes.Result{Fields: fields, Rows: make([][]sqltypes.Value, len(out))}
+	for i, row := range out {
+		vals := make([]sqltypes.Value, len(row))
+		for j, v := range row {
+			sv, err := p.types[j].SQL(ctx, nil, v)
+			if err != nil {
+				return nil, err
+			}
+			vals[j] = sv
+		}
+		res.Rows[i] = vals
+	}
+	lqi := fc.s.GetLastQueryInfo()
+	lqi.RowCount.Store(-1)
+	lqi.FoundRows.Store(int64(len(res.Rows)))
+	sql.IncrementStatusVariable(ctx, "Com_select", 1)
+	return res, nil
+}
+
+// scanRows reads the rows the WHERE selects, in the order of the index
+// (reversed for ORDER BY key DESC). With nothing to reorder or merge them
+// it stops at the LIMIT.
+func (p *fastPlan) scanRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, keys [][]byte, limit int64) ([]sql.Row, error) {
+	early := limit >= 0 && p.sort == nil && !st.Distinct && p.agg == nil
+	if early && limit == 0 {
+		return nil, nil
+	}
+	var rows []sql.Row
+	full := func() bool { return early && int64(len(rows)) >= limit }
+	scan := func(lo, hi []byte, rev bool) error {
+		var it *txn.RowIter
+		var err error
+		if p.ii == nil {
+			it, err = t.Scan(ctx, p.info, lo, hi, rev, txn.Snapshot)
+		} else {
+			it, err = t.IndexScan(ctx, p.info, p.ii, lo, hi, rev, txn.Snapshot)
+		}
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for !full() {
+			_, row, ok, err := it.Next()
+			if err != nil || !ok {
+				return err
+			}
+			rows = append(rows, row)
+		}
+		return nil
+	}
+	rev := p.keyOrder && st.Desc
+	switch st.Op {
+	case fastsql.Eq, fastsql.In:
+		if rev {
+			slices.Reverse(keys)
+		}
+		for _, k := range keys {
+			if full() {
+				break
+			}
+			if p.ii != nil {
+				if err := scan(k, codec.PrefixEnd(k), false); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			row, found, err := t.Get(ctx, p.info, k, txn.Snapshot)
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				rows = append(rows, row)
+			}
+		}
+	case fastsql.Between:
+		if string(keys[0]) <= string(keys[1]) {
+			if err := scan(keys[0], codec.PrefixEnd(keys[1]), rev); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return rows, nil
+}
+
+// project returns the SELECT columns of rows.
+func (p *fastPlan) project(rows []sql.Row) []sql.Row {
+	out := make([]sql.Row, len(rows))
+	for i, row := range rows {
+		pr := make(sql.Row, len(p.proj))
+		for j, o := range p.proj {
+			pr[j] = row[o]
+		}
+		out[i] = pr
+	}
+	return out
+}
+
+// aggregate folds rows into the plan's aggregate.
+func (p *fastPlan) aggregate(ctx *sql.Context, rows []sql.Row) (any, error) {
+	buf, err := p.agg.NewBuffer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer buf.Dispose(ctx)
+	for _, row := range rows {
+		if err := buf.Update(ctx, row); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Eval(ctx)
+}
+
+// distinctRows keeps the first of rows with equal values, compared as
+// go-mysql-server's Distinct compares them (by hash).
+func distinctRows(ctx *sql.Context, rows []sql.Row) ([]sql.Row, error) {
+	seen := make(map[uint64]struct{}, len(rows))
+	out := rows[:0]
+	for _, row := range rows {
+		h, err := hash.HashOf(ctx, nil, row)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := seen[h]; ok {
+			continue
+		}
+		seen[h] = struct{}{}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// sortRows orders rows stably by fields, as go-mysql-server's Sort and
+// TopN (which breaks ties by arrival) do. No fields: rows stay as they are.
+func sortRows(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) ([]sql.Row, error) {
+	if fields == nil {
+		return rows, nil
+	}
+	s := &expression.Sorter{SortFields: fields, Rows: rows, Ctx: ctx}
+	sort.Stable(s)
+	return rows, s.LastError
+}
+
+func limitRows(rows []sql.Row, limit int64) []sql.Row {
+	if limit >= 0 && int64(len(rows)) > limit {
+		return rows[:limit]
+	}
+	return rows
+}
+
+// currentRow locks and reads the row of a single-key WHERE.
+func (fc *fastCall) currentRow(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, p *fastPlan, args []any) (sql.Row, bool, error) {
+	keys, ok := p.keys(ctx, st, args)
+	if !ok || len(keys) != 1 {
+		return nil, false, errFallBack
+	}
+	if p.ii == nil {
+		return t.Get(ctx, p.info, keys[0], txn.CurrentExclusive)
+	}
+	// a unique secondary key: lock its value, then find the row
+	if err := t.LockKey(ctx, uniqueKey(p, keys[0]), txn.CurrentExclusive); err != nil {
+		return nil, false, err
+	}
+	it, err := t.IndexScan(ctx, p.info, p.ii, keys[0], codec.PrefixEnd(keys[0]), false, txn.CurrentExclusive)
+	if err != nil {
+		return nil, false, err
+	}
+	defer it.Close()
+	_, row, found, err := it.Next()
+	return row, found, err
+}
+
+func (fc *fastCall) update(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, p *fastPlan, args []any) (*sqltypes.Result, error) {
+	row, found, err := fc.currentRow(ctx, t, st, p, args)
+	if err != nil {
+		return nil, err
+	}
+	matched, changed := 0, 0
+	if found {
+		matched = 1
+		nrow := row.Copy()
+		for _, s := range p.sets {
+			col := p.sch[s.ord]
+			if !s.self {
+				v, ok := columnValue(ctx, col, args[s.arg])
+				if !ok {
+					return nil, errFallBack
+				}
+				nrow[s.ord] = v
+				continue
+			}
+			if nrow[s.ord] == nil {
+				continue // NULL + n is NULL
+			}
+			v, ok := addInt(nrow[s.ord], args[s.arg], s.sign)
+			if !ok {
+				return nil, errFallBack
+			}
+			cv, ok := columnValue(ctx, col, v)
+			if !ok {
+				return nil, errFallBack
+			}
+			nrow[s.ord] = cv
+		}
+		equal, err := row.Equals(ctx, nrow, p.sch)
+		if err != nil {
+			return nil, errFallBack
+		}
+		if !equal {
+			t.StatementBegin()
+			if err := t.Update(ctx, p.info, row, nrow); err != nil {
+				t.StatementDiscard()
+				return nil, err
+			}
+			t.StatementComplete()
+			changed = 1
+		}
+	}
+	affected := changed
+	if fc.s.Client().Capabilities&mysql.CapabilityClientFoundRows != 0 {
+		affected = matched
+	}
+	lqi := fc.s.GetLastQueryInfo()
+	lqi.FoundRows.Store(int64(matched))
+	lqi.RowCount.Store(int64(affected))
+	sql.IncrementStatusVariable(ctx, "Com_update", 1)
+	return &sqltypes.Result{RowsAffected: uint64(affected),
+		Info: plan.UpdateInfo{Matched: matched, Updated: changed}.String()}, nil
+}
+
+// addInt returns v + sign*arg for integer values, or false on overflow or
+// non-integers.
+func addInt(v, arg any, sign int) (any, bool) {
+	a, ok := arg.(int64)
+	if !ok {
+		return nil, false
+	}
+	if sign < 0 {
+		if a == -1<<63 {
+			return nil, false
+		}
+		a = -a
+	}
+	switch x := v.(type) {
+	case int8:
+		return int64(x) + a, true
+	case int16:
+		return int64(x) + a, true
+	case int32:
+		return int64(x) + a, true
+	case int64:
+		s := x + a
+		if (a > 0 && s < x) || (a < 0 && s > x) {
+			return nil, false
+		}
+		return s, true
+	case uint8:
+		return int64(x) + a, true
+	case uint16:
+		return int64(x) + a, true
+	case uint32:
+		return int64(x) + a, true
+	}
+	return nil, false
+}
+
+func (fc *fastCall) delete(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, p *fastPlan, args []any) (*sqltypes.Result, error) {
+	row, found, err := fc.currentRow(ctx, t, st, p, args)
+	if err != nil {
+		return nil, err
+	}
+	affected := 0
+	if found {
+		t.StatementBegin()
+		if err := t.Delete(ctx, p.info, row); err != nil {
+			t.StatementDiscard()
+			return nil, err
+		}
+		t.StatementComplete()
+		affected = 1
+	}
+	fc.s.GetLastQueryInfo().RowCount.Store(int64(affected))
+	sql.IncrementStatusVariable(ctx, "Com_delete", 1)
+	return &sqltypes.Result{RowsAffected: uint64(affected)}, nil
+}
+
+func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, p *fastPlan, args []any) (*sqltypes.Result, error) {
+	if st.Kind == fastsql.Replace {
+		for _, ii := range p.info.Indexes {
+			if ii.Def.Unique {
+				return nil, errFallBack // which rows REPLACE removes: the general path
+			}
+		}
+	}
+	if v, err := fc.s.GetSessionVariable(ctx, "sql_mode"); err != nil || strings.Contains(strings.ToUpper(toString(v)), "NO_AUTO_VALUE_ON_ZERO") {
+		return nil, errFallBack
+	}
+	autoOrd := p.info.AutoInc
+	var rows []sql.Row
+	for _, r := range st.Rows {
+		row := make(sql.Row, len(p.sch))
+		for i, c := range p.sch {
+			if c.Default != nil {
+				d, err := c.Default.Eval(ctx, nil)
+				if err != nil {
+					return nil, errFallBack
+				}
+				cv, ok := defaultValue(ctx, c, d)
+				if !ok {
+					return nil, errFallBack
+				}
+				row[i] = cv
+			}
+		}
+		for j, o := range p.ins {
+			v := args[r[j]]
+			if o == autoOrd && (v == nil || v == int64(0) || v == uint64(0)) {
+				row[o] = nil // generated below
+				continue
+			}
+			cv, ok := columnValue(ctx, p.sch[o], v)
+			if !ok {
+				return nil, errFallBack
+			}
+			row[o] = cv
+		}
+		for i, c := range p.sch {
+			if row[i] == nil && !c.Nullable && i != autoOrd {
+				return nil, errFallBack // the general path reports it
+			}
+		}
+		rows = append(rows, row)
+	}
+	// all values are known good: allocate AUTO_INCREMENT values and write
+	var insertID uint64
+	generated := false
+	if autoOrd >= 0 {
+		typ := p.sch[autoOrd].Type
+		for i, row := range rows {
+			if row[autoOrd] == nil {
+				id := fc.s.p.mgr.NextAutoIncrement(p.def.ID, 0)
+				cv, inRange, err := typ.Convert(ctx, id)
+				if err != nil || inRange != sql.InRange {
+					return nil, errFallBack
+				}
+				row[autoOrd] = cv
+				if !generated {
+					generated = true
+					fc.s.GetLastQueryInfo().LastInsertId.Store(int64(id))
+				}
+			} else if n, err := autoIncrementArg(ctx, row[autoOrd]); err == nil && n != 0 {
+				fc.s.p.mgr.NextAutoIncrement(p.def.ID, n)
+			}
+			if i == 0 {
+				insertID = toUint64(row[autoOrd])
+			}
+		}
+	}
+	affected := 0
+	t.StatementBegin()
+	for _, row := range rows {
+		if st.Kind == fastsql.Replace {
+			pk, err := p.info.EncodePK(ctx, row)
+			if err != nil {
+				t.StatementDiscard()
+				return nil, errFallBack
+			}
+			old, found, err := t.Get(ctx, p.info, pk, txn.CurrentExclusive)
+			if err != nil {
+				t.StatementDiscard()
+				return nil, err
+			}
+			if found {
+				if err := t.Delete(ctx, p.info, old); err != nil {
+					t.StatementDiscard()
+					return nil, err
+				}
+				affected++
+			}
+		}
+		if err := t.Insert(ctx, p.info, row); err != nil {
+			t.StatementDiscard()
+			return nil, err
+		}
+		affected++
+	}
+	t.StatementComplete()
+	fc.s.GetLastQueryInfo().RowCount.Store(int64(affected))
+	if st.Kind == fastsql.Replace {
+		sql.IncrementStatusVariable(ctx, "Com_replace", 1)
+		insertID = uint64(fc.s.GetLastQueryInfo().LastInsertId.Load())
+	} else {
+		sql.IncrementStatusVariable(ctx, "Com_insert", 1)
+	}
+	return &sqltypes.Result{RowsAffected: uint64(affected), InsertID: insertID}, nil
+}
+
+// defaultValue converts a column's literal default to the column type.
+func defaultValue(ctx *sql.Context, c *sql.Column, v any) (any, bool) {
+	if v == nil {
+		return nil, true
+	}
+	cv, inRange, err := c.Type.Convert(ctx, v)
+	return cv, err == nil && inRange == sql.InRange
+}
+
+func toString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return ""
+}
+
+func toUint64(v any) uint64 {
+	switch x := v.(type) {
+	case int8:
+		return uint64(x)
+	case int16:
+		return uint64(x)
+	case int32:
+		return uint64(x)
+	case int64:
+		return uint64(x)
+	case uint8:
+		return uint64(x)
+	case uint16:
+		return uint64(x)
+	case uint32:
+		return uint64(x)
+	case uint64:
+		return x
+	}
+	return 0
+}

@@ -1,0 +1,418 @@
+package sqlengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+	"github.com/dolthub/vitess/go/vt/sqlparser"
+)
+
+// Cluster is what the SQL layer needs from replication.
+type Cluster interface {
+	// Primary reports whether the node is in the primary component.
+	Primary() bool
+	// SyncWait waits until the node has applied everything committed in
+	// the cluster when it was called.
+	SyncWait(ctx context.Context) error
+	// WaitApplied waits until the node has applied seqno.
+	WaitApplied(ctx context.Context, seqno uint64) error
+	// ClusterUUID is the cluster's state UUID (the GTID's domain).
+	ClusterUUID() string
+	// Applied is the seqno of the last write-set applied on this node.
+	Applied() uint64
+}
+
+// Handler wraps go-mysql-server's protocol handler: it turns errors into
+// MySQL's codes and SQLSTATEs, refuses work outside the primary component
+// (1047), waits for causal reads (wsrep_sync_wait), retries autocommit
+// statements that lose certification (wsrep_retry_autocommit), and keeps a
+// panic from reaching the client.
+type Handler struct {
+	inner   mysql.Handler
+	cluster Cluster
+	log     *slog.Logger
+	// beforeStatement runs before every statement (reloading replicated
+	// users and grants).
+	beforeStatement func()
+	// fast runs hot statements without go-mysql-server (nil: off).
+	fast *fastPath
+
+	mu       sync.Mutex
+	sessions map[uint32]*Session
+}
+
+var _ mysql.Handler = (*Handler)(nil)
+
+// statement kinds for wsrep_sync_wait
+const (
+	kindRead   = 1
+	kindUpdate = 2 // UPDATE, DELETE
+	kindInsert = 4 // INSERT, REPLACE
+	kindShow   = 8
+)
+
+// stmtInfo is what the handler needs to know of a statement's text.
+type stmtInfo struct {
+	kind         int  // sync-wait bit, or 0
+	locking      bool // SELECT ... FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE: a current read
+	nonPrimaryOK bool // allowed outside the primary component
+	commit       bool // COMMIT: never retried
+	drop         bool // DROP: a missing table is 1051, not 1146
+	empty        bool // no SQL at all (1065)
+}
+
+func inspect(q string) stmtInfo {
+	lx := lexer{s: q}
+	switch lx.word() {
+	case "SELECT", "WITH", "VALUES", "TABLE":
+		info := stmtInfo{kind: kindRead, nonPrimaryOK: true}
+		prev := ""
+		for w := lx.word(); w != ""; prev, w = w, lx.word() {
+			switch {
+			case w == "FROM":
+				info.nonPrimaryOK = false
+			case prev == "FOR" && (w == "UPDATE" || w == "SHARE"), prev == "SHARE" && w == "MODE":
+				info.locking = true
+			}
+		}
+		return info
+	case "UPDATE", "DELETE":
+		return stmtInfo{kind: kindUpdate}
+	case "INSERT", "REPLACE":
+		return stmtInfo{kind: kindInsert}
+	case "SHOW":
+		return stmtInfo{kind: kindShow, nonPrimaryOK: true}
+	case "SET", "USE", "KILL", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT":
+		return stmtInfo{nonPrimaryOK: true}
+	case "COMMIT":
+		return stmtInfo{commit: true}
+	case "DROP":
+		return stmtInfo{drop: true}
+	case "":
+		return stmtInfo{nonPrimaryOK: true, empty: isEmptyQuery(q)}
+	}
+	return stmtInfo{}
+}
+
+// isEmptyQuery reports whether q holds nothing but blanks, comments and
+// semicolons.
+func isEmptyQuery(q string) bool {
+	for i := 0; i < len(q); i++ {
+		switch c := q[i]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';':
+		case c == '#' || c == '-' && i+1 < len(q) && q[i+1] == '-':
+			for i < len(q) && q[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(q) && q[i+1] == '*' && !(i+2 < len(q) && q[i+2] == '!'):
+			end := indexFrom(q, "*/", i+2)
+			if end < 0 {
+				return false
+			}
+			i = end + 1
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// NewHandler returns the wrapper of inner.
+func NewHandler(inner mysql.Handler, cluster Cluster, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{inner: inner, cluster: cluster, log: log, sessions: map[uint32]*Session{}}
+}
+
+func (h *Handler) addSession(id uint32, s *Session) {
+	h.mu.Lock()
+	h.sessions[id] = s
+	h.mu.Unlock()
+}
+
+func (h *Handler) session(c *mysql.Conn) *Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[c.ConnectionID]
+}
+
+// recoverPanic turns a panic in statement execution into an error for the
+// client and a log line with the stack.
+func (h *Handler) recoverPanic(err *error) {
+	if r := recover(); r != nil {
+		h.log.Error("panic while executing a statement", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		*err = mysql.NewSQLError(mysql.ERUnknownError, mysql.SSUnknownSQLState, "internal error: %v", r)
+	}
+}
+
+// before runs the checks that precede a statement.
+func (h *Handler) before(ctx context.Context, s *Session, info stmtInfo) error {
+	if h.cluster == nil {
+		return nil
+	}
+	if !info.nonPrimaryOK && !h.cluster.Primary() {
+		return ErrNotPrimary
+	}
+	if s == nil || info.kind == 0 {
+		return nil
+	}
+	bits := 0
+	if v, err := s.GetSessionVariable(nil, "wsrep_sync_wait"); err == nil {
+		if n, ok := asInt(v); ok {
+			bits = int(n)
+		}
+	}
+	if causal, err := s.GetSessionVariable(nil, "wsrep_causal_reads"); err == nil && truthy(causal) {
+		bits |= kindRead
+	}
+	if bits&info.kind == 0 {
+		return nil
+	}
+	if info.kind == kindRead && !info.locking {
+		if t, ok := s.GetTransaction().(*Transaction); ok && t != nil && t.SnapshotFixed() {
+			// a REPEATABLE READ transaction reads its snapshot whatever
+			// the node applies now: the wait could not change the result
+			return nil
+		}
+	}
+	if err := h.cluster.SyncWait(ctx); err != nil {
+		if !h.cluster.Primary() {
+			return ErrNotPrimary
+		}
+		return ErrSyncWaitTimeout
+	}
+	return nil
+}
+
+// retries is how often an autocommit statement that lost certification is
+// run again, or 0 when it may not be (explicit transaction, COMMIT).
+func retries(s *Session, info stmtInfo) int {
+	if s == nil || info.commit || s.GetIgnoreAutoCommit() {
+		return 0
+	}
+	if ac, err := s.GetSessionVariable(nil, "autocommit"); err != nil || !truthy(ac) {
+		return 0
+	}
+	if v, err := s.GetSessionVariable(nil, "wsrep_retry_autocommit"); err == nil {
+		if n, ok := asInt(v); ok {
+			return int(n)
+		}
+	}
+	return 0
+}
+
+// tracker returns a function applied to every result of a statement: for
+// connections with session tracking it clears the OK packet's info and, if
+// the statement committed a write-set and the session tracks GTIDs, has the
+// OK packet carry the GTID.
+func (h *Handler) tracker(c *mysql.Conn) func(r *sqltypes.Result) {
+	tc := trackConnOf(c)
+	if tc == nil || !tc.Tracking() {
+		return func(*sqltypes.Result) {}
+	}
+	s := h.session(c)
+	before := uint64(0)
+	if s != nil {
+		before = s.lastSeqno
+	}
+	return func(r *sqltypes.Result) {
+		r.Info = ""
+		if s == nil || s.lastSeqno == before || len(r.Fields) != 0 || h.cluster == nil {
+			return
+		}
+		if v, err := s.GetSessionVariable(nil, "session_track_gtids"); err == nil {
+			if mode := fmt.Sprint(v); mode == "OWN_GTID" || mode == "ALL_GTIDS" {
+				tc.AttachGTID(GTID(h.cluster.ClusterUUID(), s.lastSeqno))
+			}
+		}
+	}
+}
+
+// run executes one statement through exec with the checks, the retry of
+// autocommit certification failures and the error mapping.
+func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec func(called *bool) error) (err error) {
+	defer h.recoverPanic(&err)
+	if h.beforeStatement != nil {
+		h.beforeStatement()
+	}
+	s := h.session(c)
+	info := inspect(query)
+	if info.empty {
+		return ErrEmptyQuery
+	}
+	if s != nil && uint64(len(query)) > maxPacket(s) {
+		return ErrPacketTooLarge
+	}
+	if err := h.before(ctx, s, info); err != nil {
+		return ToSQLError(err)
+	}
+	left := retries(s, info)
+	for {
+		called := false
+		err = exec(&called)
+		if err == nil {
+			return nil
+		}
+		if s != nil && s.certFailed && !called && left > 0 {
+			left--
+			continue
+		}
+		se := ToSQLError(err)
+		if info.drop && se.Number() == mysql.ERNoSuchTable {
+			se = mysql.NewSQLError(mysql.ERBadTable, "42S02", "%s", se.Message)
+		}
+		return se
+	}
+}
+
+// maxPacket is the session's max_allowed_packet.
+func maxPacket(s *Session) uint64 {
+	v, err := s.GetSessionVariable(nil, "max_allowed_packet")
+	if err != nil {
+		return 1 << 30
+	}
+	if n, ok := asInt(v); ok && n > 0 {
+		return uint64(n)
+	}
+	if u, ok := v.(uint64); ok && u > 0 {
+		return u
+	}
+	return 1 << 30
+}
+
+// NewConnection implements mysql.Handler.
+func (h *Handler) NewConnection(c *mysql.Conn) { h.inner.NewConnection(c) }
+
+// ConnectionClosed implements mysql.Handler.
+func (h *Handler) ConnectionClosed(c *mysql.Conn) {
+	h.inner.ConnectionClosed(c)
+	h.mu.Lock()
+	delete(h.sessions, c.ConnectionID)
+	h.mu.Unlock()
+}
+
+// ConnectionAuthenticated implements mysql.Handler.
+func (h *Handler) ConnectionAuthenticated(c *mysql.Conn) error {
+	return ToSQLErrorOrNil(h.inner.ConnectionAuthenticated(c))
+}
+
+// ConnectionAborted implements mysql.Handler.
+func (h *Handler) ConnectionAborted(c *mysql.Conn, reason string) error {
+	return h.inner.ConnectionAborted(c, reason)
+}
+
+// ComInitDB implements mysql.Handler.
+func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
+	defer h.recoverPanic(&err)
+	return ToSQLErrorOrNil(h.inner.ComInitDB(c, schemaName))
+}
+
+// ComQuery implements mysql.Handler.
+func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
+	return h.run(ctx, c, query, func(called *bool) error {
+		track := h.tracker(c)
+		fc := &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {
+			*called = true
+			track(r)
+			return callback(r, false)
+		}}
+		if handled, err := fc.try(ctx); handled {
+			return err
+		}
+		return h.inner.ComQuery(ctx, c, query, func(r *sqltypes.Result, more bool) error {
+			*called = true
+			fc.learnFrom(r)
+			track(r)
+			return callback(r, more)
+		})
+	})
+}
+
+// ComMultiQuery implements mysql.Handler.
+func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
+	var rest string
+	err := h.run(ctx, c, query, func(called *bool) error {
+		var err error
+		track := h.tracker(c)
+		fc := &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {
+			*called = true
+			track(r)
+			return callback(r, false)
+		}}
+		if handled, err := fc.try(ctx); handled {
+			rest = ""
+			return err
+		}
+		rest, err = h.inner.ComMultiQuery(ctx, c, query, func(r *sqltypes.Result, more bool) error {
+			*called = true
+			fc.learnFrom(r)
+			track(r)
+			return callback(r, more)
+		})
+		return err
+	})
+	return rest, err
+}
+
+// ComPrepare implements mysql.Handler.
+func (h *Handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) (fields []*querypb.Field, err error) {
+	defer h.recoverPanic(&err)
+	fields, err = h.inner.ComPrepare(ctx, c, query, prepare)
+	return fields, ToSQLErrorOrNil(err)
+}
+
+// ComStmtExecute implements mysql.Handler.
+func (h *Handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
+	return h.run(ctx, c, prepare.PrepareStmt, func(called *bool) error {
+		track := h.tracker(c)
+		fc := &fastCall{h: h, c: c, s: h.session(c), query: prepare.PrepareStmt, prepared: true, binds: prepare.BindVars,
+			out: func(r *sqltypes.Result) error {
+				*called = true
+				track(r)
+				return callback(r)
+			}}
+		if handled, err := fc.try(ctx); handled {
+			return err
+		}
+		return h.inner.ComStmtExecute(ctx, c, prepare, func(r *sqltypes.Result) error {
+			*called = true
+			fc.learnFrom(r)
+			track(r)
+			return callback(r)
+		})
+	})
+}
+
+// WarningCount implements mysql.Handler.
+func (h *Handler) WarningCount(c *mysql.Conn) uint16 { return h.inner.WarningCount(c) }
+
+// ComResetConnection implements mysql.Handler.
+func (h *Handler) ComResetConnection(c *mysql.Conn) error {
+	return ToSQLErrorOrNil(h.inner.ComResetConnection(c))
+}
+
+// ParserOptionsForConnection implements mysql.Handler.
+func (h *Handler) ParserOptionsForConnection(c *mysql.Conn) (sqlparser.ParserOptions, error) {
+	return h.inner.ParserOptionsForConnection(c)
+}
+
+// ToSQLErrorOrNil is ToSQLError that keeps a nil error nil (and a typed
+// nil out of the error interface).
+func ToSQLErrorOrNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *mysql.SQLError
+	if errors.As(err, &se) && se == nil {
+		return nil
+	}
+	return ToSQLError(err)
+}

@@ -1,0 +1,199 @@
+package sqlengine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/server"
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/analyzer"
+	"github.com/dolthub/go-mysql-server/sql/mysql_db"
+	"github.com/dolthub/go-mysql-server/sql/variables"
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/sirupsen/logrus"
+
+	"github.com/certusdb/certus/storage"
+)
+
+// ServerConfig configures the MySQL protocol server of a node.
+type ServerConfig struct {
+	// Addr is the TCP address to listen on.
+	Addr string
+	// Provider serves the databases.
+	Provider *Provider
+	// Cluster is the replication layer (nil for tests without one).
+	Cluster Cluster
+	// RootPassword is root@localhost's password (empty: none).
+	RootPassword string
+	// Info fills the wsrep system variables.
+	Info NodeInfo
+	// Status returns the wsrep status variables.
+	Status func() map[string]interface{}
+	// MaxConnections bounds client connections (0: unlimited).
+	MaxConnections uint64
+	// Logger receives the server's log.
+	Logger *slog.Logger
+}
+
+// Server is a node's MySQL protocol server.
+type Server struct {
+	srv     *server.Server
+	Engine  *sqle.Engine
+	Handler *Handler
+	p       *Provider
+	root    string
+
+	privMu     sync.Mutex
+	privLoaded []byte
+}
+
+func init() {
+	// go-mysql-server logs every failed query at warning level; clients
+	// get the error, the node's log does not need it.
+	logrus.SetLevel(logrus.ErrorLevel)
+}
+
+// NewEngine builds a go-mysql-server engine over p, with the wsrep
+// functions of cluster (which may be nil).
+func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
+	if sql.SystemVariables == nil {
+		variables.InitSystemVariables()
+	}
+	a := analyzer.NewBuilder(p).RemoveOnceAfterRule(ruleID("replaceAgg")).Build()
+	e := sqle.New(a, &sqle.Config{VersionPostfix: "Certus"})
+	if cluster != nil {
+		a.Catalog.RegisterFunction(sql.NewEmptyContext(), functions(cluster, p.mgr.Engine())...)
+	}
+	return e
+}
+
+// ruleID finds an analyzer rule by name. Rules removed from the analyzer:
+//
+//   - replaceAgg turns MIN/MAX of the primary key into ORDER BY ... LIMIT 1,
+//     which returns no row instead of one NULL row when nothing matches.
+func ruleID(name string) analyzer.RuleId {
+	for _, r := range analyzer.OnceAfterDefault {
+		if r.Id.String() == name {
+			return r.Id
+		}
+	}
+	panic("sqlengine: no analyzer rule " + name)
+}
+
+// NewServer creates the server (call Start to serve).
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if sql.SystemVariables == nil {
+		variables.InitSystemVariables()
+	}
+	RegisterSystemVariables(cfg.Info)
+	e := NewEngine(cfg.Provider, cfg.Cluster)
+	s := &Server{Engine: e, p: cfg.Provider, root: cfg.RootPassword}
+	InstallStatusVariables(func() map[string]interface{} {
+		m := map[string]interface{}{}
+		if cfg.Status != nil {
+			m = cfg.Status()
+		}
+		if h := s.Handler; h != nil && h.fast != nil {
+			m["certus_fast_path_statements"] = h.fast.statements.Load()
+		}
+		return m
+	})
+	db := e.Analyzer.Catalog.MySQLDb
+	db.SetPersister(&privilegePersister{p: cfg.Provider})
+	if err := s.loadPrivileges(); err != nil {
+		return nil, err
+	}
+	var h *Handler
+	sb := func(ctx context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
+		base, err := sql.BaseSessionFromConnection(ctx, conn, addr)
+		if err != nil {
+			return nil, err
+		}
+		sess := &Session{BaseSession: base, p: cfg.Provider}
+		if h != nil {
+			h.addSession(conn.ConnectionID, sess)
+		}
+		return sess, nil
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("sql server: %w", err)
+	}
+	scfg := server.Config{
+		Protocol:       "tcp",
+		Address:        cfg.Addr,
+		Listener:       trackListener{ln},
+		Version:        "8.0.31-Certus",
+		MaxConnections: cfg.MaxConnections,
+	}
+	srv, err := server.NewServerWithHandler(scfg, e, sql.NewContext, sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
+		h = NewHandler(inner, cfg.Cluster, cfg.Logger)
+		h.beforeStatement = s.refreshPrivileges
+		h.fast = newFastPath(db)
+		return h, nil
+	})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("sql server on %s: %w", cfg.Addr, err)
+	}
+	s.srv = srv
+	s.Handler = h
+	return s, nil
+}
+
+// Start serves clients until Close.
+func (s *Server) Start() error { return s.srv.Start() }
+
+// Close stops accepting clients and closes connections.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// loadPrivileges loads the replicated users and grants and adds the
+// node's own root@localhost (not replicated: each node has its own).
+func (s *Server) loadPrivileges() error {
+	db := s.Engine.Analyzer.Catalog.MySQLDb
+	data := s.p.mgr.Engine().Catalog().Privileges()
+	ctx := sql.NewEmptyContext()
+	ed := db.Editor()
+	defer ed.Close()
+	db.SetEnabled(true)
+	if len(data) > 0 {
+		if err := db.OverwriteUsersAndGrantData(ctx, ed, data); err != nil {
+			return fmt.Errorf("loading users and grants: %w", err)
+		}
+	}
+	db.AddEphemeralSuperUser(ed, "root", "localhost", s.root)
+	s.privLoaded = data
+	return nil
+}
+
+// refreshPrivileges reloads users and grants when another node changed
+// them.
+func (s *Server) refreshPrivileges() {
+	data := s.p.mgr.Engine().Catalog().Privileges()
+	s.privMu.Lock()
+	defer s.privMu.Unlock()
+	if bytes.Equal(data, s.privLoaded) {
+		return
+	}
+	if err := s.loadPrivileges(); err != nil {
+		s.Handler.log.Error("reloading users and grants", "err", err)
+	}
+}
+
+// privilegePersister stores users and grants through the transaction of
+// the statement that changed them, so they replicate like any DDL.
+type privilegePersister struct{ p *Provider }
+
+var _ mysql_db.MySQLDbPersistence = (*privilegePersister)(nil)
+
+func (pp *privilegePersister) Persist(ctx *sql.Context, data []byte) error {
+	return pp.p.txnFor(ctx).SchemaChange(&storage.SchemaOp{Kind: storage.OpPutPrivileges, Data: data})
+}

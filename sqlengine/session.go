@@ -1,0 +1,218 @@
+package sqlengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dolthub/go-mysql-server/server"
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
+
+	"github.com/certusdb/certus/txn"
+)
+
+// Transaction is a session's transaction as go-mysql-server sees it.
+type Transaction struct {
+	*txn.Txn
+}
+
+var _ sql.Transaction = (*Transaction)(nil)
+
+// String implements fmt.Stringer.
+func (t *Transaction) String() string { return fmt.Sprintf("txn %d", t.ID()) }
+
+// IsReadOnly implements sql.Transaction.
+func (t *Transaction) IsReadOnly() bool { return t.ReadOnly() }
+
+// Session is a client session. Its transactions are txn.Txn; COMMIT goes
+// through replication.
+type Session struct {
+	*sql.BaseSession
+	p *Provider
+
+	// lastSeqno is the seqno of the session's last committed write-set
+	// (WSREP_LAST_WRITTEN_GTID).
+	lastSeqno uint64
+	// certFailed is set when the statement's commit lost certification,
+	// so the handler may retry an autocommit statement.
+	certFailed bool
+	// modeQuery and mode cache readMode's classification of the last
+	// statement text.
+	modeQuery string
+	mode      txn.ReadMode
+}
+
+var (
+	_ sql.TransactionSession    = (*Session)(nil)
+	_ sql.LifecycleAwareSession = (*Session)(nil)
+)
+
+// SessionBuilder returns a server.SessionBuilder for sessions of p.
+func SessionBuilder(p *Provider) server.SessionBuilder {
+	return func(ctx context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
+		base, err := sql.BaseSessionFromConnection(ctx, conn, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &Session{BaseSession: base, p: p}, nil
+	}
+}
+
+// NewSession returns a session not attached to a connection (tests,
+// internal statements).
+func NewSession(p *Provider, base *sql.BaseSession) *Session {
+	return &Session{BaseSession: base, p: p}
+}
+
+// LastCommittedSeqno is the seqno of the session's last write-set.
+func (s *Session) LastCommittedSeqno() uint64 { return s.lastSeqno }
+
+func (s *Session) txnOptions(ctx *sql.Context, chr sql.TransactionCharacteristic) txn.Options {
+	opts := txn.Options{ReadOnly: chr == sql.ReadOnly}
+	if v, err := s.GetSessionVariable(ctx, "transaction_isolation"); err == nil {
+		switch strings.ToUpper(fmt.Sprint(v)) {
+		case "READ-COMMITTED", "READ-UNCOMMITTED":
+			opts.Isolation = txn.ReadCommitted
+		}
+	}
+	if v, err := s.GetSessionVariable(ctx, "transaction_read_only"); err == nil {
+		if truthy(v) {
+			opts.ReadOnly = true
+		}
+	}
+	if v, err := s.GetSessionVariable(ctx, "innodb_lock_wait_timeout"); err == nil {
+		if n, ok := asInt(v); ok && n > 0 {
+			opts.LockWaitTimeout = time.Duration(n) * time.Second
+		}
+	}
+	return opts
+}
+
+// StartTransaction implements sql.TransactionSession.
+func (s *Session) StartTransaction(ctx *sql.Context, chr sql.TransactionCharacteristic) (sql.Transaction, error) {
+	if old, ok := s.GetTransaction().(*Transaction); ok && old != nil {
+		old.Rollback()
+	}
+	return &Transaction{Txn: s.p.mgr.Begin(s.txnOptions(ctx, chr))}, nil
+}
+
+// CommitTransaction implements sql.TransactionSession: the write-set is
+// replicated, certified and applied before it returns.
+func (s *Session) CommitTransaction(ctx *sql.Context, tx sql.Transaction) error {
+	t, ok := tx.(*Transaction)
+	if !ok || t == nil {
+		return nil
+	}
+	out, err := t.Commit(ctx)
+	if err != nil {
+		// the transaction is over whatever happened; don't leave it behind
+		ctx.SetTransaction(nil)
+		ctx.SetIgnoreAutoCommit(false)
+		if errors.Is(err, txn.ErrCertification) {
+			s.certFailed = true
+		}
+		return engineErr(err)
+	}
+	if out.Seqno != 0 {
+		s.lastSeqno = out.Seqno
+	}
+	return nil
+}
+
+// Rollback implements sql.TransactionSession.
+func (s *Session) Rollback(ctx *sql.Context, tx sql.Transaction) error {
+	if t, ok := tx.(*Transaction); ok && t != nil {
+		t.Rollback()
+	}
+	return nil
+}
+
+// CreateSavepoint implements sql.TransactionSession.
+func (s *Session) CreateSavepoint(ctx *sql.Context, tx sql.Transaction, name string) error {
+	if t, ok := tx.(*Transaction); ok && t != nil {
+		t.Savepoint(strings.ToLower(name))
+	}
+	return nil
+}
+
+// RollbackToSavepoint implements sql.TransactionSession.
+func (s *Session) RollbackToSavepoint(ctx *sql.Context, tx sql.Transaction, name string) error {
+	t, ok := tx.(*Transaction)
+	if !ok || t == nil {
+		return sql.ErrSavepointDoesNotExist.New(name)
+	}
+	if err := t.RollbackToSavepoint(strings.ToLower(name)); err != nil {
+		return sql.ErrSavepointDoesNotExist.New(name)
+	}
+	return nil
+}
+
+// ReleaseSavepoint implements sql.TransactionSession.
+func (s *Session) ReleaseSavepoint(ctx *sql.Context, tx sql.Transaction, name string) error {
+	t, ok := tx.(*Transaction)
+	if !ok || t == nil || !t.ReleaseSavepoint(strings.ToLower(name)) {
+		return sql.ErrSavepointDoesNotExist.New(name)
+	}
+	return nil
+}
+
+// CommandBegin implements sql.LifecycleAwareSession.
+func (s *Session) CommandBegin() error {
+	s.certFailed = false
+	if t, ok := s.GetTransaction().(*Transaction); ok && t != nil {
+		t.NewStatement()
+	}
+	return nil
+}
+
+// CommandEnd implements sql.LifecycleAwareSession. A failed autocommit
+// statement leaves its implicit transaction behind in go-mysql-server; roll
+// it back here so the next statement does not read a stale snapshot.
+func (s *Session) CommandEnd() {
+	t, ok := s.GetTransaction().(*Transaction)
+	if !ok || t == nil {
+		return
+	}
+	if t.Aborted() {
+		// a deadlock victim: InnoDB rolled back the whole transaction
+		t.Rollback()
+		s.SetTransaction(nil)
+		s.SetIgnoreAutoCommit(false)
+		return
+	}
+	if s.GetIgnoreAutoCommit() {
+		return
+	}
+	if ac, err := s.GetSessionVariable(nil, sql.AutoCommitSessionVar); err == nil && truthy(ac) {
+		t.Rollback()
+		s.SetTransaction(nil)
+	}
+}
+
+// truthy interprets a boolean system variable's value.
+func truthy(v interface{}) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case string:
+		return x == "1" || strings.EqualFold(x, "ON") || strings.EqualFold(x, "true")
+	}
+	n, ok := asInt(v)
+	if !ok {
+		if u, isU := v.(uint64); isU {
+			return u != 0
+		}
+	}
+	return n != 0
+}
+
+// SessionEnd implements sql.LifecycleAwareSession.
+func (s *Session) SessionEnd() {
+	if t, ok := s.GetTransaction().(*Transaction); ok && t != nil {
+		t.Rollback()
+		s.SetTransaction(nil)
+	}
+}

@@ -1,0 +1,256 @@
+package sqlengine
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+
+	"github.com/dolthub/vitess/go/mysql"
+)
+
+// Session-state tracking of GTIDs in OK packets.
+//
+// The MySQL protocol lets an OK packet carry session state changes; with
+// session_track_gtids=OWN_GTID a client (or a proxy) learns the GTID of the
+// transaction it just committed from the OK packet itself, with no extra
+// round trip. The protocol library Certus uses does not implement the
+// server side of CLIENT_SESSION_TRACK, so a thin filter over each TCP
+// connection does: it advertises the capability in the server greeting,
+// notes whether the client asked for it, and rewrites the one OK packet of
+// a command that committed a write-set to carry its GTID. The handler
+// clears the free-text "info" of OK packets for such clients, since with
+// session tracking that field changes encoding.
+
+const (
+	capSessionTrack           = 1 << 23
+	statusSessionChanged      = 0x4000
+	sessionTrackGTIDs    byte = 0x03
+)
+
+// trackListener wraps accepted connections in trackConn.
+type trackListener struct{ net.Listener }
+
+func (l trackListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &trackConn{Conn: c}, nil
+}
+
+// trackConn is the packet filter of one client connection.
+type trackConn struct {
+	net.Conn
+
+	mu       sync.Mutex
+	greeted  bool   // the server greeting went out (with the capability added)
+	hdr      []byte // partial packet header being written
+	pkt      []byte // a packet being captured (greeting or OK to rewrite)
+	capture  bool
+	left     int    // bytes of the current packet still to pass through
+	pending  string // GTID for the next packet, if it is an OK packet
+	tracking bool   // the client negotiated CLIENT_SESSION_TRACK
+
+	respSeen bool
+	resp     []byte // the client's handshake response, until its flags are known
+}
+
+// Tracking reports whether the client negotiated session tracking.
+func (c *trackConn) Tracking() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tracking
+}
+
+// AttachGTID makes the next packet written, if it is an OK packet, carry
+// gtid as session state.
+func (c *trackConn) AttachGTID(gtid string) {
+	c.mu.Lock()
+	c.pending = gtid
+	c.mu.Unlock()
+}
+
+// Read passes data through, noting the client's capabilities from its
+// handshake response.
+func (c *trackConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.mu.Lock()
+		if !c.respSeen {
+			c.resp = append(c.resp, b[:n]...)
+			if len(c.resp) >= 8 {
+				flags := binary.LittleEndian.Uint32(c.resp[4:8])
+				c.tracking = flags&capSessionTrack != 0
+				c.respSeen, c.resp = true, nil
+			}
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// Write parses packet boundaries and rewrites the greeting and tagged OK
+// packets; everything else passes through unchanged.
+func (c *trackConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := len(b)
+	var out []byte
+	for len(b) > 0 {
+		if c.left > 0 {
+			n := min(c.left, len(b))
+			if c.capture {
+				c.pkt = append(c.pkt, b[:n]...)
+			} else {
+				out = append(out, b[:n]...)
+			}
+			c.left -= n
+			b = b[n:]
+			if c.left == 0 && c.capture {
+				out = append(out, c.rewrite(c.pkt)...)
+				c.pkt, c.capture = nil, false
+			}
+			continue
+		}
+		need := 4 - len(c.hdr)
+		n := min(need, len(b))
+		c.hdr = append(c.hdr, b[:n]...)
+		b = b[n:]
+		if len(c.hdr) < 4 {
+			continue
+		}
+		length := int(c.hdr[0]) | int(c.hdr[1])<<8 | int(c.hdr[2])<<16
+		c.capture = !c.greeted || c.pending != ""
+		if c.capture {
+			c.pkt = append(c.pkt[:0], c.hdr...)
+		} else {
+			out = append(out, c.hdr...)
+		}
+		c.hdr = c.hdr[:0]
+		c.left = length
+		if length == 0 && c.capture {
+			out = append(out, c.rewrite(c.pkt)...)
+			c.pkt, c.capture = nil, false
+		}
+	}
+	if len(out) > 0 {
+		if _, err := c.Conn.Write(out); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+// rewrite returns the packet to send in place of the captured pkt
+// (header included).
+func (c *trackConn) rewrite(pkt []byte) []byte {
+	if !c.greeted {
+		c.greeted = true
+		return addSessionTrackCapability(pkt)
+	}
+	gtid := c.pending
+	c.pending = ""
+	if !c.tracking || len(pkt) < 5 || pkt[4] != mysql.OKPacket {
+		return pkt
+	}
+	return okWithGTID(pkt, gtid)
+}
+
+// addSessionTrackCapability sets CLIENT_SESSION_TRACK in a HandshakeV10
+// greeting.
+func addSessionTrackCapability(pkt []byte) []byte {
+	p := pkt[4:]
+	// protocol version, server version (NUL-terminated), connection id (4),
+	// auth data part 1 (8), filler (1), capability flags lower 2 bytes,
+	// charset (1), status (2), capability flags upper 2 bytes
+	if len(p) < 1 || p[0] != 10 {
+		return pkt
+	}
+	i := 1
+	for i < len(p) && p[i] != 0 {
+		i++
+	}
+	i += 1 + 4 + 8 + 1 + 2 + 1 + 2
+	if i+2 > len(p) {
+		return pkt
+	}
+	upper := binary.LittleEndian.Uint16(p[i : i+2])
+	binary.LittleEndian.PutUint16(p[i:i+2], upper|capSessionTrack>>16)
+	return pkt
+}
+
+// okWithGTID rebuilds an OK packet with SERVER_SESSION_STATE_CHANGED and a
+// session-state block holding the GTID. The original must end after its
+// warnings count (the handler clears the info of tracking clients).
+func okWithGTID(pkt []byte, gtid string) []byte {
+	p := pkt[4:]
+	i := 1
+	for k := 0; k < 2; k++ { // affected rows, last insert id
+		n := lenEncSize(p[i:])
+		if n == 0 {
+			return pkt
+		}
+		i += n
+	}
+	if i+4 > len(p) {
+		return pkt
+	}
+	status := binary.LittleEndian.Uint16(p[i:i+2]) | statusSessionChanged
+	body := append([]byte{}, p[:i]...)
+	body = binary.LittleEndian.AppendUint16(body, status)
+	body = append(body, p[i+2:i+4]...) // warnings
+	body = append(body, 0)             // info: empty
+	var entry []byte
+	entry = append(entry, 0) // encoding specification
+	entry = appendLenEnc(entry, []byte(gtid))
+	var state []byte
+	state = append(state, sessionTrackGTIDs)
+	state = appendLenEnc(state, entry)
+	body = appendLenEnc(body, state)
+	out := make([]byte, 4, 4+len(body))
+	out[0], out[1], out[2], out[3] = byte(len(body)), byte(len(body)>>8), byte(len(body)>>16), pkt[3]
+	return append(out, body...)
+}
+
+// lenEncSize is the size of the length-encoded integer at the start of b
+// (0 if malformed).
+func lenEncSize(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] {
+	case 0xfc:
+		return boundSize(b, 3)
+	case 0xfd:
+		return boundSize(b, 4)
+	case 0xfe:
+		return boundSize(b, 9)
+	}
+	return 1
+}
+
+func boundSize(b []byte, n int) int {
+	if len(b) < n {
+		return 0
+	}
+	return n
+}
+
+func appendLenEnc(dst, s []byte) []byte {
+	n := len(s)
+	switch {
+	case n < 251:
+		dst = append(dst, byte(n))
+	case n < 1<<16:
+		dst = append(dst, 0xfc, byte(n), byte(n>>8))
+	default:
+		dst = append(dst, 0xfd, byte(n), byte(n>>8), byte(n>>16))
+	}
+	return append(dst, s...)
+}
+
+// trackConnOf returns the filter of a protocol connection, if any.
+func trackConnOf(c *mysql.Conn) *trackConn {
+	tc, _ := c.Conn.(*trackConn)
+	return tc
+}

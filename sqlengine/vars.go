@@ -1,0 +1,122 @@
+package sqlengine
+
+import (
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
+)
+
+// NodeInfo are the per-node values of the wsrep system variables.
+type NodeInfo struct {
+	NodeName       string
+	NodeAddress    string
+	ClusterName    string
+	ClusterAddress string
+	// ProviderOptions is the initial wsrep_provider_options string.
+	ProviderOptions string
+}
+
+var registerOnce sync.Mutex
+
+// RegisterSystemVariables adds the wsrep_* system variables (and Certus's
+// versions of a few InnoDB ones) with this node's values. System variables
+// are process-wide in go-mysql-server: one node per process.
+func RegisterSystemVariables(info NodeInfo) {
+	registerOnce.Lock()
+	defer registerOnce.Unlock()
+	both := sql.GetMysqlScope(sql.SystemVariableScope_Both)
+	global := sql.GetMysqlScope(sql.SystemVariableScope_Global)
+	str := func(name, def string, scope *sql.MysqlScope, dynamic bool) sql.SystemVariable {
+		return &sql.MysqlSystemVariable{Name: name, Scope: scope, Dynamic: dynamic, Type: types.NewSystemStringType(name), Default: def}
+	}
+	boolean := func(name string, def int8, scope *sql.MysqlScope) sql.SystemVariable {
+		return &sql.MysqlSystemVariable{Name: name, Scope: scope, Dynamic: true, Type: types.NewSystemBoolType(name), Default: def}
+	}
+	integer := func(name string, lo, hi, def int64, scope *sql.MysqlScope) sql.SystemVariable {
+		return &sql.MysqlSystemVariable{Name: name, Scope: scope, Dynamic: true, Type: types.NewSystemIntType(name, lo, hi, false), Default: def}
+	}
+	sql.SystemVariables.AddSystemVariables([]sql.SystemVariable{
+		boolean("wsrep_on", 1, both),
+		str("wsrep_node_name", info.NodeName, global, false),
+		str("wsrep_node_address", info.NodeAddress, global, false),
+		str("wsrep_node_incoming_address", info.NodeAddress, global, false),
+		str("wsrep_cluster_name", info.ClusterName, global, false),
+		str("wsrep_cluster_address", info.ClusterAddress, global, false),
+		str("wsrep_provider", "certus", global, false),
+		str("wsrep_provider_options", info.ProviderOptions, global, true),
+		integer("wsrep_sync_wait", 0, 15, 0, both),
+		boolean("wsrep_causal_reads", 0, both),
+		integer("wsrep_retry_autocommit", 0, 10000, 1, both),
+		&sql.MysqlSystemVariable{Name: "wsrep_trx_fragment_unit", Scope: both, Dynamic: true,
+			Type: types.NewSystemEnumType("wsrep_trx_fragment_unit", "bytes", "rows", "statements"), Default: "bytes"},
+		integer("wsrep_trx_fragment_size", 0, 2147483647, 0, both),
+		integer("wsrep_applier_threads", 1, 512, 1, global),
+		integer("wsrep_slave_threads", 1, 512, 1, global),
+		boolean("wsrep_auto_increment_control", 1, global),
+		boolean("wsrep_dirty_reads", 0, both),
+		boolean("wsrep_desync", 0, global),
+		boolean("wsrep_log_conflicts", 0, global),
+		integer("wsrep_max_ws_size", 1024, 2147483647, 2147483647, global),
+		integer("wsrep_max_ws_rows", 0, 1048576, 0, both),
+		&sql.MysqlSystemVariable{Name: "wsrep_osu_method", Scope: both, Dynamic: true,
+			Type: types.NewSystemEnumType("wsrep_osu_method", "TOI", "RSU"), Default: "TOI"},
+		str("wsrep_sst_method", "certus", global, true),
+		str("wsrep_data_home_dir", "", global, false),
+		// certus_fast_path runs hot OLTP statements without the general
+		// planner (OFF: everything through it, e.g. to compare results).
+		boolean("certus_fast_path", 1, both),
+		// InnoDB row locks are real here, so its timeout is too.
+		integer("innodb_lock_wait_timeout", 1, 1073741824, 50, both),
+		integer("innodb_autoinc_lock_mode", 0, 2, 2, global),
+		str("default_storage_engine", "InnoDB", both, true),
+	})
+}
+
+// statusRegistry adds computed wsrep status variables to go-mysql-server's
+// registry (which has no public way to register new ones).
+type statusRegistry struct {
+	sql.StatusVariableRegistry
+	values func() map[string]interface{}
+}
+
+// InstallStatusVariables wraps the process-wide status registry so that
+// SHOW STATUS includes the values the function returns. Call it after the
+// engine is created (creating an engine resets the registry).
+func InstallStatusVariables(values func() map[string]interface{}) {
+	inner := sql.StatusVariables
+	if sr, ok := inner.(*statusRegistry); ok {
+		inner = sr.StatusVariableRegistry
+	}
+	sql.StatusVariables = &statusRegistry{StatusVariableRegistry: inner, values: values}
+}
+
+func (r *statusRegistry) NewGlobalMap() map[string]sql.StatusVarValue {
+	m := r.StatusVariableRegistry.NewGlobalMap()
+	for k, v := range r.values() {
+		m[k] = &sql.ImmutableStatusVarValue{Var: &sql.MySQLStatusVariable{Name: k, Scope: sql.StatusVariableScope_Global, Type: types.Text, Default: ""}, Val: v}
+	}
+	return m
+}
+
+func (r *statusRegistry) GetGlobal(name string) (sql.StatusVariable, interface{}, bool) {
+	if lower := strings.ToLower(name); strings.HasPrefix(lower, "wsrep_") || strings.HasPrefix(lower, "certus_") {
+		vals := r.values()
+		if v, ok := vals[strings.ToLower(name)]; ok {
+			return &sql.MySQLStatusVariable{Name: name, Scope: sql.StatusVariableScope_Global, Type: types.Text}, v, true
+		}
+	}
+	return r.StatusVariableRegistry.GetGlobal(name)
+}
+
+// SortedKeys returns the keys of m in order (for stable output).
+func SortedKeys(m map[string]interface{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,452 @@
+// Package storage is Certus's transactional storage engine on pebble: the
+// key layout of rows and secondary indexes, the catalog, consistent read
+// views, and the deterministic application of write-sets at their seqno.
+//
+// Multi-versioning. Every applied write-set is one atomic pebble batch that
+// also records the seqno it applied. A read view is a pebble snapshot taken
+// together with the applied seqno and catalog, so a view is exactly "all
+// write-sets with seqno ≤ S". Pebble keeps the older versions of a key for
+// as long as a snapshot can see them and drops them in compaction once no
+// snapshot does: that is the engine's garbage collection of old row versions.
+//
+// Determinism. Apply reads nothing but the write-set and the state at the
+// previous seqno, so every node that applies the same log holds the same
+// bytes at the same seqno.
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/certusdb/certus/internal/codec"
+	"github.com/certusdb/certus/writeset"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Dir is the data directory of the pebble database.
+	Dir string
+	// FS is the filesystem; nil means the operating system's. Simulations
+	// pass an in-memory filesystem.
+	FS vfs.FS
+	// CacheBytes is the size of pebble's block cache (default 256 MiB).
+	CacheBytes int64
+	// MemTableBytes is the size of one memtable (default 8 MiB). Smaller
+	// memtables keep fewer old row versions to skip in scans.
+	MemTableBytes uint64
+	// Logger receives pebble's log lines; nil discards them.
+	Logger pebble.Logger
+}
+
+// Engine is one node's storage.
+type Engine struct {
+	db *pebble.DB
+
+	applyMu sync.Mutex   // serializes Apply
+	pubMu   sync.RWMutex // held for writing while a batch commits and its effects are published
+
+	applied atomic.Uint64
+	cat     atomic.Pointer[Catalog]
+	digest  Digest // of the state at applied; guarded by pubMu
+
+	autoMu  sync.Mutex
+	autoInc map[uint64]uint64 // table id -> next value
+}
+
+// ErrApplyRejected wraps a deterministic refusal to apply a write-set (for
+// example a unique index built over duplicate values). Every node refuses it
+// alike; the origin reports the wrapped error to its client.
+var ErrApplyRejected = errors.New("storage: write-set rejected at apply")
+
+// ErrCorruptData is returned when stored bytes fail to decode.
+var ErrCorruptData = errors.New("storage: corrupt stored data")
+
+const (
+	metaApplied = "applied"
+	metaDigest  = "digest"
+)
+
+// Open opens (creating if needed) the engine in cfg.Dir.
+func Open(cfg Config) (*Engine, error) {
+	cacheBytes := cfg.CacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = 256 << 20
+	}
+	if cfg.MemTableBytes == 0 {
+		cfg.MemTableBytes = 8 << 20
+	}
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref()
+	opts := &pebble.Options{
+		FS:                          cfg.FS,
+		Cache:                       cache,
+		MemTableSize:                cfg.MemTableBytes,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       32,
+		LBaseMaxBytes:               256 << 20,
+		MaxOpenFiles:                4096,
+		Logger:                      cfg.Logger,
+	}
+	if opts.Logger == nil {
+		opts.Logger = quietLogger{}
+	}
+	opts.EnsureDefaults()
+	db, err := pebble.Open(cfg.Dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", cfg.Dir, err)
+	}
+	e := &Engine{db: db, autoInc: map[uint64]uint64{}}
+	if err := e.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...interface{})  {}
+func (quietLogger) Errorf(string, ...interface{}) {}
+func (quietLogger) Fatalf(format string, args ...interface{}) {
+	panic(fmt.Sprintf(format, args...))
+}
+
+// load reads the catalog, AUTO_INCREMENT counters and applied seqno.
+func (e *Engine) load() error {
+	cat := newCatalog()
+	applied, err := e.getUint64(metaKey(metaApplied))
+	if err != nil {
+		return err
+	}
+	cat.Seqno = applied
+	if err := e.scanPrefix([]byte{spaceCatalog, 'd'}, func(k, v []byte) error {
+		var d DatabaseDef
+		if err := jsonUnmarshal(v, &d); err != nil {
+			return err
+		}
+		if d.Tables == nil {
+			d.Tables = map[string]uint64{}
+		}
+		cat.dbs[lower(d.Name)] = &d
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := e.scanPrefix([]byte{spaceCatalog, 't'}, func(k, v []byte) error {
+		t := &TableDef{}
+		if err := jsonUnmarshal(v, t); err != nil {
+			return err
+		}
+		cat.tables[t.ID] = t
+		return nil
+	}); err != nil {
+		return err
+	}
+	if v, ok, err := getCopy(e.db, catalogPrivilegesKey); err != nil {
+		return err
+	} else if ok {
+		cat.privileges = v
+	}
+	if err := e.scanPrefix([]byte{spaceAutoInc}, func(k, v []byte) error {
+		if len(k) != 9 || len(v) != 8 {
+			return ErrCorruptData
+		}
+		e.autoInc[binary.BigEndian.Uint64(k[1:])] = binary.BigEndian.Uint64(v)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if v, ok, err := getCopy(e.db, metaKey(metaDigest)); err != nil {
+		return err
+	} else if ok {
+		d, good := digestFrom(v)
+		if !good {
+			return ErrCorruptData
+		}
+		e.digest = d
+	}
+	e.applied.Store(applied)
+	e.cat.Store(cat)
+	return nil
+}
+
+func (e *Engine) scanPrefix(prefix []byte, fn func(k, v []byte) error) error {
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+func (e *Engine) getUint64(key []byte) (uint64, error) {
+	v, closer, err := e.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, ErrCorruptData
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// Close closes the engine. Read views must be closed first.
+func (e *Engine) Close() error { return e.db.Close() }
+
+// DB exposes the pebble database to package replication, which keeps the
+// raft log under keys starting with SpaceReplication.
+func (e *Engine) DB() *pebble.DB { return e.db }
+
+// Applied is the seqno of the last applied write-set.
+func (e *Engine) Applied() uint64 { return e.applied.Load() }
+
+// Catalog is the catalog at the applied seqno.
+func (e *Engine) Catalog() *Catalog { return e.cat.Load() }
+
+// AutoIncrement returns the table's next AUTO_INCREMENT value as of the
+// applied seqno (1 for a table that never had a row).
+func (e *Engine) AutoIncrement(tableID uint64) uint64 {
+	e.autoMu.Lock()
+	defer e.autoMu.Unlock()
+	if v, ok := e.autoInc[tableID]; ok && v > 0 {
+		return v
+	}
+	return 1
+}
+
+// ReadView is a consistent view of all write-sets with seqno ≤ Seqno.
+type ReadView struct {
+	Seqno   uint64
+	Catalog *Catalog
+	// Digest is the state digest at Seqno (snapshot views only).
+	Digest Digest
+	snap   *pebble.Snapshot
+	r      pebble.Reader
+}
+
+// View takes a snapshot read view at the applied seqno.
+func (e *Engine) View() *ReadView {
+	e.pubMu.RLock()
+	v := &ReadView{Seqno: e.applied.Load(), Catalog: e.cat.Load(), Digest: e.digest, snap: e.db.NewSnapshot()}
+	e.pubMu.RUnlock()
+	v.r = v.snap
+	return v
+}
+
+// Latest returns a view that reads the latest applied state at each read
+// (InnoDB's "current read"). Its Seqno is a lower bound: every write-set at
+// or below it is visible to every read made through the view.
+func (e *Engine) Latest() *ReadView {
+	e.pubMu.RLock()
+	v := &ReadView{Seqno: e.applied.Load(), Catalog: e.cat.Load(), r: e.db}
+	e.pubMu.RUnlock()
+	return v
+}
+
+// Close releases the view's snapshot.
+func (v *ReadView) Close() {
+	if v.snap != nil {
+		v.snap.Close()
+		v.snap = nil
+	}
+}
+
+// Get returns a copy of the value at key, or ok=false.
+func (v *ReadView) Get(key []byte) (val []byte, ok bool, err error) {
+	return getCopy(v.r, key)
+}
+
+func getCopy(r pebble.Reader, key []byte) ([]byte, bool, error) {
+	b, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := append([]byte(nil), b...)
+	closer.Close()
+	return out, true, nil
+}
+
+// NewIter returns an iterator over [lo, hi).
+func (v *ReadView) NewIter(lo, hi []byte) (*pebble.Iterator, error) {
+	return v.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+}
+
+// ApplyResult is the outcome of applying one write-set.
+type ApplyResult struct {
+	// Rejected is non-nil when the write-set was deterministically refused
+	// (wrapping ErrApplyRejected); nothing of it was applied.
+	Rejected error
+}
+
+// KV is a key and value written atomically with an applied seqno. Package
+// replication uses it to keep its own state (certification verdicts, the
+// raft configuration) in step with the data.
+type KV struct {
+	Key   []byte
+	Value []byte // nil deletes Key
+}
+
+// MarkApplied records that seqno was applied without data changes (a
+// configuration change, an empty entry or a write-set that failed
+// certification), together with extra.
+func (e *Engine) MarkApplied(seqno uint64, extra []KV) error {
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	b := e.db.NewBatch()
+	defer b.Close()
+	if err := writeExtra(b, extra); err != nil {
+		return err
+	}
+	return e.commit(b, seqno, nil, nil, e.digest)
+}
+
+func writeExtra(b *pebble.Batch, extra []KV) error {
+	for _, kv := range extra {
+		var err error
+		if kv.Value == nil {
+			err = b.Delete(kv.Key, nil)
+		} else {
+			err = b.Set(kv.Key, kv.Value, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Apply applies a certified write-set at seqno, together with extra. A
+// deterministic refusal (ErrApplyRejected) is returned in the result, and
+// then only onReject and the seqno are written.
+func (e *Engine) Apply(seqno uint64, ws *writeset.WriteSet, extra, onReject []KV) (ApplyResult, error) {
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	a := &applier{e: e, seqno: seqno, cat: e.cat.Load(), auto: map[uint64]uint64{}, d: e.digest}
+	hasSchema := false
+	for i := range ws.Ops {
+		if ws.Ops[i].Kind == writeset.OpSchema {
+			hasSchema = true
+			break
+		}
+	}
+	if hasSchema {
+		a.b = e.db.NewIndexedBatch()
+		a.r = a.b
+	} else {
+		a.b = e.db.NewBatch()
+		a.r = e.db
+	}
+	defer a.b.Close()
+	if err := a.apply(ws); err != nil {
+		if errors.Is(err, ErrApplyRejected) {
+			b := e.db.NewBatch()
+			defer b.Close()
+			if err := writeExtra(b, onReject); err != nil {
+				return ApplyResult{}, err
+			}
+			return ApplyResult{Rejected: err}, e.commit(b, seqno, nil, nil, e.digest)
+		}
+		return ApplyResult{}, err
+	}
+	if err := writeExtra(a.b, extra); err != nil {
+		return ApplyResult{}, err
+	}
+	var newCat *Catalog
+	if a.cat != e.cat.Load() {
+		newCat = a.cat
+	}
+	return ApplyResult{}, e.commit(a.b, seqno, newCat, a.auto, a.d)
+}
+
+// commit writes the applied seqno into b, commits it and publishes the new
+// seqno, catalog and AUTO_INCREMENT counters atomically for readers.
+func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[uint64]uint64, d Digest) error {
+	if seqno <= e.applied.Load() {
+		return fmt.Errorf("storage: apply of seqno %d after %d", seqno, e.applied.Load())
+	}
+	if err := b.Set(metaKey(metaApplied), binary.BigEndian.AppendUint64(nil, seqno), nil); err != nil {
+		return err
+	}
+	e.autoMu.Lock()
+	for id, v := range auto {
+		k := autoIncKey(id)
+		if old, had := e.autoInc[id]; had {
+			d.toggle(k, binary.BigEndian.AppendUint64(nil, old))
+		}
+		if v == 0 {
+			if err := b.Delete(k, nil); err != nil {
+				e.autoMu.Unlock()
+				return err
+			}
+			continue
+		}
+		val := binary.BigEndian.AppendUint64(nil, v)
+		d.toggle(k, val)
+		if err := b.Set(k, val, nil); err != nil {
+			e.autoMu.Unlock()
+			return err
+		}
+	}
+	e.autoMu.Unlock()
+	if err := b.Set(metaKey(metaDigest), d.bytes(), nil); err != nil {
+		return err
+	}
+	e.pubMu.Lock()
+	defer e.pubMu.Unlock()
+	// The raft log, written before apply, is what makes a commit durable;
+	// the data batch rides on the next WAL sync.
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	if cat != nil {
+		cat.Seqno = seqno
+		e.cat.Store(cat)
+	}
+	if len(auto) > 0 {
+		e.autoMu.Lock()
+		for id, v := range auto {
+			if v == 0 {
+				delete(e.autoInc, id)
+			} else {
+				e.autoInc[id] = v
+			}
+		}
+		e.autoMu.Unlock()
+	}
+	e.digest = d
+	e.applied.Store(seqno)
+	return nil
+}
+
+// Sync makes everything committed so far durable.
+func (e *Engine) Sync() error {
+	return e.db.LogData(nil, pebble.Sync)
+}
+
+func lower(s string) string { return strings.ToLower(s) }
+
+// EstimateSize estimates the bytes stored in [lo, hi), including data
+// still in memtables (roughly), for query costing.
+func (e *Engine) EstimateSize(lo, hi []byte) (uint64, error) {
+	return e.db.EstimateDiskUsage(lo, hi)
+}

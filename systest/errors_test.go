@@ -1,0 +1,148 @@
+package systest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestErrorCodes checks that errors reach go-sql-driver with MySQL's error
+// number and SQLSTATE.
+func TestErrorCodes(t *testing.T) {
+	n, db := startNode(t, "err1", "e")
+	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, name VARCHAR(5), UNIQUE KEY uname (name))")
+	xexec(t, db, "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b')")
+	nodb := n.DB("")
+
+	cases := []struct {
+		name  string
+		db    *sql.DB
+		query string
+		code  uint16
+		state string
+	}{
+		{"DuplicatePrimaryKey", db, "INSERT INTO t VALUES (1, 1, 'z')", 1062, "23000"},
+		{"DuplicateUniqueKey", db, "INSERT INTO t VALUES (3, 1, 'a')", 1062, "23000"},
+		{"DuplicateKeyByUpdate", db, "UPDATE t SET id = 2 WHERE id = 1", 1062, "23000"},
+		{"ParseErrorKeyword", db, "SELEC 1", 1064, "42000"},
+		{"ParseErrorIncomplete", db, "SELECT * FROM", 1064, "42000"},
+		{"ParseErrorTrailing", db, "SELECT 1 FROM t WHERE", 1064, "42000"},
+		{"UnknownTable", db, "SELECT * FROM nosuch", 1146, "42S02"},
+		{"UnknownTableInsert", db, "INSERT INTO nosuch VALUES (1)", 1146, "42S02"},
+		{"UnknownColumn", db, "SELECT nosuch FROM t", 1054, "42S22"},
+		{"UnknownColumnWhere", db, "SELECT id FROM t WHERE nosuch = 1", 1054, "42S22"},
+		{"UnknownColumnUpdate", db, "UPDATE t SET nosuch = 1", 1054, "42S22"},
+		{"UnknownDatabaseUse", db, "USE nope", 1049, "42000"},
+		{"TableExists", db, "CREATE TABLE t (id INT PRIMARY KEY)", 1050, "42S01"},
+		{"DatabaseExists", db, "CREATE DATABASE e", 1007, "HY000"},
+		{"DropUnknownTable", db, "DROP TABLE nosuch", 1051, "42S02"},
+		{"ColumnCountMismatch", db, "INSERT INTO t VALUES (9)", 1136, "21S01"},
+		{"NotNullViolation", db, "INSERT INTO t (id, v) VALUES (9, NULL)", 1048, "23000"},
+		{"DataTooLong", db, "INSERT INTO t VALUES (9, 9, 'toolongvalue')", 1406, "22001"},
+		{"SubqueryMoreThanOneRow", db, "SELECT (SELECT id FROM t)", 1242, "21000"},
+		{"AmbiguousColumn", db, "SELECT id FROM t JOIN t AS t2", 1052, "23000"},
+		{"NoDatabaseSelected", nodb, "SELECT * FROM t", 1046, "3D000"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tryExec(tc.db, tc.query)
+			wantErr(t, err, tc.code, tc.state)
+		})
+	}
+
+	t.Run("UnknownDatabaseInDSN", func(t *testing.T) {
+		d, err := sql.Open("mysql", n.DSN("nope"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		wantErr(t, d.PingContext(ctx), 1049, "42000")
+	})
+
+	// Nothing above changed the table.
+	if got := qInts(t, db, "SELECT v FROM t ORDER BY id"); !equalInts(got, []int64{10, 20}) {
+		t.Fatalf("after the failed statements v = %v, want [10 20]", got)
+	}
+}
+
+// TestFailedAutocommitLeavesNoTransaction checks that a failed autocommit
+// statement does not leave a transaction (snapshot or locks) behind on its
+// connection.
+func TestFailedAutocommitLeavesNoTransaction(t *testing.T) {
+	_, db := startNode(t, "err2", "e")
+	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, u INT, UNIQUE KEY uu (u))")
+	xexec(t, db, "INSERT INTO t VALUES (1, 0, 1), (2, 0, 2)")
+
+	// Does the server know @@in_transaction (MariaDB)? Then check it too.
+	probe := conn(t, db)
+	var inTxnVar bool
+	if err := tryExec(probe, "SELECT @@in_transaction"); err == nil {
+		inTxnVar = true
+	} else {
+		t.Logf("@@in_transaction not available (%s); checking visibility and locks only", errDesc(err))
+	}
+
+	cases := []struct {
+		name  string
+		setup string // run on the session first
+		query string
+		code  uint16
+	}{
+		{"DuplicatePrimaryKey", "", "INSERT INTO t VALUES (1, 5, 5)", 1062},
+		{"DuplicateMultiRow", "", "INSERT INTO t VALUES (7, 7, 7), (1, 5, 5)", 1062},
+		{"DuplicateUniqueByUpdate", "", "UPDATE t SET u = 2 WHERE id = 1", 1062},
+		{"UnknownColumn", "", "UPDATE t SET nosuch = 1 WHERE id = 1", 1054},
+		{"ParseError", "", "UPDATE t SET v = WHERE id = 1", 1064},
+		{"LockWaitTimeout", "SET SESSION innodb_lock_wait_timeout = 1", "UPDATE t SET v = v + 1 WHERE id = 2", 1205},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, other := conn(t, db), conn(t, db)
+			if tc.setup != "" {
+				xexec(t, c, tc.setup)
+			}
+			before := qInt(t, c, "SELECT v FROM t WHERE id = 1")
+			var holder *sql.Conn
+			if tc.code == 1205 {
+				holder = conn(t, db)
+				xexec(t, holder, "BEGIN")
+				xexec(t, holder, "UPDATE t SET v = v WHERE id = 2")
+			}
+			err := tryExec(c, tc.query)
+			if holder != nil {
+				xexec(t, holder, "ROLLBACK")
+			}
+			if err == nil {
+				t.Fatalf("%s succeeded, want error %d", tc.query, tc.code)
+			}
+			if code, _ := mysqlErr(err); code != tc.code {
+				t.Errorf("%s: want error %d, got %s", tc.query, tc.code, errDesc(err))
+			}
+			if inTxnVar {
+				if v := qInt(t, c, "SELECT @@in_transaction"); v != 0 {
+					t.Errorf("@@in_transaction = %d after the failed autocommit statement, want 0", v)
+				}
+			}
+			// Another session changes row 1 (the row the failed statement
+			// targeted): it must not wait for a lock the failed statement
+			// left behind, and the failed session must see the change.
+			want := before + int64(i) + 1
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err = other.ExecContext(ctx, fmt.Sprintf("UPDATE t SET v = %d WHERE id = 1", want))
+			cancel()
+			if err != nil {
+				t.Fatalf("another session's UPDATE of row 1 after the failed statement: %s (a lock left behind?)", errDesc(err))
+			}
+			if v := qInt(t, c, "SELECT v FROM t WHERE id = 1"); v != want {
+				t.Fatalf("after the failed %q the same connection reads v = %d, want %d (another session's committed change): a stale transaction/snapshot was left open", tc.query, v, want)
+			}
+			if cnt := qInt(t, c, "SELECT COUNT(*) FROM t WHERE id = 7"); cnt != 0 {
+				t.Fatalf("a row of the failed statement is visible")
+			}
+		})
+	}
+}

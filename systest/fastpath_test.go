@@ -1,0 +1,461 @@
+package systest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// The fast path (sqlengine/fastpath.go) answers hot statements without
+// go-mysql-server. It must be invisible: these tests run random statements
+// of the shapes it takes on two sessions of one node, one with
+// certus_fast_path=1 and one with 0, and require equal answers — column
+// names and types, rows in order, affected rows, error codes — and equal
+// table contents after random writes. A failure prints the seed; rerun it
+// with CERTUS_FASTPATH_SEED=<seed>.
+
+// fastPathSeed returns the seed of a randomized differential test.
+func fastPathSeed(t *testing.T) uint64 {
+	if s := os.Getenv("CERTUS_FASTPATH_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CERTUS_FASTPATH_SEED: %v", err)
+		}
+		return v
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// result is everything a client sees of one statement.
+type result struct {
+	Cols     []string // name and type
+	Rows     [][]string
+	Affected int64
+	InsertID int64
+	Err      uint16
+}
+
+func (r result) String() string {
+	if r.Err != 0 {
+		return fmt.Sprintf("error %d", r.Err)
+	}
+	if r.Cols == nil {
+		return fmt.Sprintf("ok affected=%d insert_id=%d", r.Affected, r.InsertID)
+	}
+	return fmt.Sprintf("%v %v", r.Cols, r.Rows)
+}
+
+// runStmt runs q on c: the text protocol without args, else a prepared
+// statement (the DSN does not interpolate).
+func runStmt(ctx context.Context, c *sql.Conn, query bool, q string, args ...any) (result, error) {
+	var r result
+	fail := func(err error) (result, error) {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) {
+			return result{Err: me.Number}, nil
+		}
+		return r, err
+	}
+	if !query {
+		res, err := c.ExecContext(ctx, q, args...)
+		if err != nil {
+			return fail(err)
+		}
+		r.Affected, _ = res.RowsAffected()
+		r.InsertID, _ = res.LastInsertId()
+		return r, nil
+	}
+	rows, err := c.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		return r, err
+	}
+	r.Cols = []string{}
+	for _, ct := range cts {
+		r.Cols = append(r.Cols, ct.Name()+":"+ct.DatabaseTypeName())
+	}
+	r.Rows = [][]string{}
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cts))
+		ptrs := make([]any, len(cts))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return r, err
+		}
+		row := make([]string, len(vals))
+		for i, v := range vals {
+			if v == nil {
+				row[i] = "NULL"
+			} else {
+				row[i] = "'" + string(v) + "'"
+			}
+		}
+		r.Rows = append(r.Rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	return r, nil
+}
+
+// fastPathPair returns two sessions of db: with and without the fast path.
+func fastPathPair(t *testing.T, db *sql.DB) (fast, slow *sql.Conn) {
+	fast, slow = conn(t, db), conn(t, db)
+	xexec(t, fast, "SET certus_fast_path = 1")
+	xexec(t, slow, "SET certus_fast_path = 0")
+	return fast, slow
+}
+
+func fastPathStatements(t *testing.T, db *sql.DB) int64 {
+	t.Helper()
+	var name string
+	var v int64
+	if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'certus_fast_path_statements'").Scan(&name, &v); err != nil {
+		t.Fatalf("certus_fast_path_statements: %v", err)
+	}
+	return v
+}
+
+const fastPathTable = `(
+	id INT PRIMARY KEY,
+	k INT NOT NULL,
+	c CHAR(12) NOT NULL DEFAULT '',
+	v VARCHAR(20) COLLATE utf8mb4_0900_ai_ci,
+	n INT NULL,
+	d DECIMAL(10,2) NOT NULL DEFAULT 0,
+	u BIGINT UNSIGNED,
+	KEY kk (k),
+	UNIQUE KEY uu (u))`
+
+var (
+	fpStrings  = []string{"a", "A", "b", "aa", "", "ab", "B", "zz"}
+	fpVStrings = []string{"x", "X", "y", "Y", "é", "e", "E", "xy"}
+)
+
+// fpRow returns random values for (id, k, c, v, n, d, u).
+func fpRow(rng *rand.Rand, id int) []any {
+	var v, n, u any
+	if rng.IntN(5) > 0 {
+		v = fpVStrings[rng.IntN(len(fpVStrings))]
+	}
+	if rng.IntN(4) > 0 {
+		n = rng.IntN(7) - 3
+	}
+	if rng.IntN(3) > 0 {
+		u = uint64(rng.IntN(1000))
+	}
+	d := fmt.Sprintf("%d.%02d", rng.IntN(100)-50, rng.IntN(100))
+	return []any{id, rng.IntN(20), fpStrings[rng.IntN(len(fpStrings))], v, n, d, u}
+}
+
+// sqlLiteral renders v as SQL text.
+func sqlLiteral(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// fpStatement renders a statement with its arguments either as literals
+// or as placeholders with args.
+func fpStatement(rng *rand.Rand, parts []string, vals []any) (string, []any) {
+	var b strings.Builder
+	placeholders := rng.IntN(2) == 0
+	var args []any
+	for i, p := range parts {
+		b.WriteString(p)
+		if i < len(vals) {
+			if placeholders {
+				b.WriteString("?")
+				args = append(args, vals[i])
+			} else {
+				b.WriteString(sqlLiteral(vals[i]))
+			}
+		}
+	}
+	return b.String(), args
+}
+
+// fpSelect builds a random SELECT of the shapes the fast path knows, and
+// some near misses it must leave alone.
+func fpSelect(rng *rand.Rand, table string) (string, []any) {
+	cols := []string{"id", "k", "c", "v", "n", "d", "u"}
+	var parts []string
+	var vals []any
+	head := "SELECT "
+	distinct := rng.IntN(5) == 0
+	var sel []string
+	agg := ""
+	switch r := rng.IntN(10); {
+	case r == 0:
+		head += "* "
+		sel = cols
+		distinct = false
+	case r <= 2:
+		fns := []string{"SUM", "COUNT", "MIN", "MAX", "AVG"}
+		fn := fns[rng.IntN(len(fns))]
+		arg := cols[rng.IntN(len(cols))]
+		if fn == "COUNT" && rng.IntN(2) == 0 {
+			arg = "*"
+		}
+		agg = fn + "(" + arg + ")"
+		if rng.IntN(2) == 0 {
+			agg = strings.ToLower(agg)
+		}
+		head += agg + " "
+		distinct = false
+	default:
+		perm := rng.Perm(len(cols))[:1+rng.IntN(3)]
+		for _, i := range perm {
+			sel = append(sel, cols[i])
+		}
+		if distinct {
+			head += "DISTINCT "
+		}
+		head += strings.Join(sel, ", ") + " "
+	}
+	head += "FROM " + table + " WHERE "
+	keys := []string{"id", "k", "u"}
+	key := keys[rng.IntN(len(keys))]
+	arg := func() any {
+		switch rng.IntN(20) {
+		case 0:
+			return -rng.IntN(5)
+		case 1:
+			return strconv.Itoa(rng.IntN(300)) // a string key: left to the general path
+		}
+		if key == "k" {
+			return rng.IntN(22)
+		}
+		return rng.IntN(310)
+	}
+	switch rng.IntN(3) {
+	case 0:
+		parts = append(parts, head+key+" = ")
+		vals = append(vals, arg())
+	case 1:
+		n := 1 + rng.IntN(5)
+		parts = append(parts, head+key+" IN (")
+		for i := 0; i < n; i++ {
+			vals = append(vals, arg())
+			if i < n-1 {
+				parts = append(parts, ", ")
+			}
+		}
+		parts = append(parts, ")")
+	default:
+		lo := arg()
+		hi := any(rng.IntN(320))
+		if li, ok := lo.(int); ok && rng.IntN(4) > 0 {
+			hi = li + rng.IntN(60)
+		}
+		parts = append(parts, head+key+" BETWEEN ", " AND ")
+		vals = append(vals, lo, hi)
+	}
+	if len(parts) == len(vals) {
+		parts = append(parts, "")
+	}
+	if agg == "" && rng.IntN(3) > 0 {
+		ob := cols[rng.IntN(len(cols))]
+		if distinct {
+			ob = sel[rng.IntN(len(sel))]
+		}
+		parts[len(parts)-1] += " ORDER BY " + ob + []string{"", " ASC", " DESC"}[rng.IntN(3)]
+	}
+	if agg == "" && rng.IntN(3) == 0 {
+		parts[len(parts)-1] += " LIMIT "
+		vals = append(vals, rng.IntN(8))
+		parts = append(parts, "")
+	}
+	return fpStatement(rng, parts, vals)
+}
+
+// fpLoad fills tables with the same random rows.
+func fpLoad(t *testing.T, rng *rand.Rand, db *sql.DB, tables ...string) {
+	for id := 1; id <= 300; id++ {
+		if rng.IntN(3) == 0 {
+			continue
+		}
+		row := fpRow(rng, id)
+		for _, tb := range tables {
+			// a duplicate u just skips the row in every table alike
+			_ = tryExec(db, "INSERT INTO "+tb+" (id, k, c, v, n, d, u) VALUES (?, ?, ?, ?, ?, ?, ?)", row...)
+		}
+	}
+}
+
+// TestFastPathSelectDifferential compares random SELECTs with and without
+// the fast path.
+func TestFastPathSelectDifferential(t *testing.T) {
+	seed := fastPathSeed(t)
+	t.Logf("seed %d (rerun with CERTUS_FASTPATH_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	_, db := startNode(t, "fp", "fp")
+	mustExec(t, db, "CREATE TABLE t "+fastPathTable)
+	fpLoad(t, rng, db, "t")
+	fast, slow := fastPathPair(t, db)
+	ctx := context.Background()
+	before := fastPathStatements(t, db)
+	n := 1500
+	if testing.Short() {
+		n = 400
+	}
+	tables := []string{"t", "fp.t", "`t`"}
+	for i := 0; i < n; i++ {
+		q, args := fpSelect(rng, tables[rng.IntN(len(tables))])
+		want, err := runStmt(ctx, slow, true, q, args...)
+		if err != nil {
+			t.Fatalf("%s %v: %v", q, args, err)
+		}
+		// twice: the first run of a shape teaches the fast path its columns
+		for run := 0; run < 2; run++ {
+			got, err := runStmt(ctx, fast, true, q, args...)
+			if err != nil {
+				t.Fatalf("%s %v: %v", q, args, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d: %s %v (run %d)\nfast path: %v\ngeneral:   %v", seed, q, args, run, got, want)
+			}
+		}
+	}
+	took := fastPathStatements(t, db) - before
+	t.Logf("%d statements, %d answered by the fast path", 2*n, took)
+	if took < int64(n/2) {
+		t.Fatalf("the fast path answered only %d of %d statements; the test no longer exercises it", took, 2*n)
+	}
+}
+
+// TestFastPathWriteDifferential applies the same random writes to two
+// equal tables, one through the fast path and one without, in autocommit
+// and in explicit transactions, and compares every answer and, regularly,
+// the tables.
+func TestFastPathWriteDifferential(t *testing.T) {
+	seed := fastPathSeed(t)
+	t.Logf("seed %d (rerun with CERTUS_FASTPATH_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	_, db := startNode(t, "fpw", "fpw")
+	mustExec(t, db, "CREATE TABLE tf "+fastPathTable)
+	mustExec(t, db, "CREATE TABLE ts "+fastPathTable)
+	fpLoad(t, rng, db, "tf", "ts")
+	fast, slow := fastPathPair(t, db)
+	ctx := context.Background()
+	before := fastPathStatements(t, db)
+	compare := func(when string) {
+		t.Helper()
+		a, err := runStmt(ctx, fast, true, "SELECT * FROM tf ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := runStmt(ctx, slow, true, "SELECT * FROM ts ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a.Rows, b.Rows) {
+			for i := 0; i < len(a.Rows) || i < len(b.Rows); i++ {
+				var ra, rb []string
+				if i < len(a.Rows) {
+					ra = a.Rows[i]
+				}
+				if i < len(b.Rows) {
+					rb = b.Rows[i]
+				}
+				if !reflect.DeepEqual(ra, rb) {
+					t.Fatalf("seed %d: tables differ %s, first at row %d\nfast path: %v\ngeneral:   %v", seed, when, i, ra, rb)
+				}
+			}
+		}
+	}
+	n := 1500
+	if testing.Short() {
+		n = 400
+	}
+	inTxn := false
+	for i := 0; i < n; i++ {
+		if rng.IntN(40) == 0 {
+			end := "BEGIN"
+			if inTxn {
+				end = []string{"COMMIT", "ROLLBACK"}[rng.IntN(2)]
+			}
+			xexec(t, fast, end)
+			xexec(t, slow, end)
+			inTxn = !inTxn
+		}
+		parts, vals := fpWrite(rng)
+		q, args := fpStatement(rng, parts, vals)
+		got, err := runStmt(ctx, fast, false, strings.ReplaceAll(q, "{t}", "tf"), args...)
+		if err != nil {
+			t.Fatalf("%s %v: %v", q, args, err)
+		}
+		want, err := runStmt(ctx, slow, false, strings.ReplaceAll(q, "{t}", "ts"), args...)
+		if err != nil {
+			t.Fatalf("%s %v: %v", q, args, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: %s %v\nfast path: %v\ngeneral:   %v", seed, q, args, got, want)
+		}
+		if i%100 == 0 {
+			compare(fmt.Sprintf("after statement %d (%s)", i, q))
+		}
+	}
+	if inTxn {
+		xexec(t, fast, "COMMIT")
+		xexec(t, slow, "COMMIT")
+	}
+	compare("at the end")
+	took := fastPathStatements(t, db) - before
+	t.Logf("%d writes, %d answered by the fast path", n, took)
+	if took < int64(n/4) {
+		t.Fatalf("the fast path answered only %d of %d writes; the test no longer exercises it", took, n)
+	}
+}
+
+// fpWrite returns a random write ({t} stands for the table) as text parts
+// around its argument values.
+func fpWrite(rng *rand.Rand) ([]string, []any) {
+	id := rng.IntN(320)
+	switch rng.IntN(7) {
+	case 0:
+		return []string{"UPDATE {t} SET k = k + ", " WHERE id = ", ""}, []any{rng.IntN(5) - 2, id}
+	case 1:
+		return []string{"UPDATE {t} SET c = ", ", n = ", " WHERE id = ", ""}, []any{fpStrings[rng.IntN(len(fpStrings))], rng.IntN(9) - 4, id}
+	case 2:
+		return []string{"UPDATE {t} SET v = ", " WHERE u = ", ""}, []any{fpVStrings[rng.IntN(len(fpVStrings))], rng.IntN(1000)}
+	case 3:
+		return []string{"DELETE FROM {t} WHERE id = ", ""}, []any{id}
+	case 4:
+		return []string{"UPDATE {t} SET u = ", " WHERE id = ", ""}, []any{rng.IntN(1000), id}
+	default:
+		verb := "INSERT"
+		if rng.IntN(4) == 0 {
+			verb = "REPLACE"
+		}
+		row := fpRow(rng, id)
+		if rng.IntN(10) == 0 {
+			row[1] = nil // NOT NULL column: an error on both paths
+		}
+		if rng.IntN(10) == 0 {
+			row[2] = "much too long for char 12"
+		}
+		return []string{verb + " INTO {t} (id, k, c, v, n, d, u) VALUES (", ", ", ", ", ", ", ", ", ", ", ", ", ")"}, row
+	}
+}

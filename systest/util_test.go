@@ -1,0 +1,251 @@
+package systest
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certusdb/certus/internal/testcluster"
+)
+
+// opTimeout bounds every single statement a test runs, so a hang fails the
+// test with a message instead of stalling the package until go test's
+// global timeout. It is generous: the machine is small and shared.
+const opTimeout = 60 * time.Second
+
+// blockCheck is how long a statement that must wait for a row lock has to
+// stay blocked before the test lets the lock holder finish.
+const blockCheck = 300 * time.Millisecond
+
+type execer interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}
+
+type queryer interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+// startNode starts a fresh single node and returns it with a pool on db
+// (created if it is not empty).
+func startNode(t *testing.T, name, db string, flags ...string) (*testcluster.Node, *sql.DB) {
+	t.Helper()
+	n := testcluster.NewNode(t, name, flags...)
+	n.Start()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node %s running=%v health=%d; log tail:\n%s", n.Name, n.Running(), n.Health(), n.LogTail(60))
+		}
+	})
+	root := n.DB("")
+	if db != "" {
+		mustExec(t, root, "CREATE DATABASE "+db)
+		return n, n.DB(db)
+	}
+	return n, root
+}
+
+// conn returns a dedicated session of db, closed at cleanup.
+func conn(t testing.TB, db *sql.DB) *sql.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatalf("open session: %v", err)
+	}
+	// Discard the connection instead of returning it to the pool, so
+	// session state (isolation level, autocommit, timeouts) set by one
+	// test never leaks into a session another test gets from the pool.
+	t.Cleanup(func() {
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+		c.Close()
+	})
+	return c
+}
+
+// xexec runs q on e (a pool, session or transaction) and fails on error.
+func xexec(t testing.TB, e execer, q string, args ...any) sql.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	r, err := e.ExecContext(ctx, q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return r
+}
+
+// tryExec runs q on e and returns its error.
+func tryExec(e execer, q string, args ...any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	_, err := e.ExecContext(ctx, q, args...)
+	return err
+}
+
+// qInt returns the single integer q yields.
+func qInt(t testing.TB, e queryer, q string, args ...any) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	var v sql.NullInt64
+	if err := e.QueryRowContext(ctx, q, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	if !v.Valid {
+		t.Fatalf("%s: NULL", q)
+	}
+	return v.Int64
+}
+
+// qStr returns the single string q yields.
+func qStr(t testing.TB, e queryer, q string, args ...any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	var v sql.NullString
+	if err := e.QueryRowContext(ctx, q, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return v.String
+}
+
+// qInts returns the first column of every row of q.
+func qInts(t testing.TB, e queryer, q string, args ...any) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	rows, err := e.QueryContext(ctx, q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}
+
+// qMap returns the two-column result of q (SHOW VARIABLES / STATUS) as a
+// map keyed by the lower-cased first column.
+func qMap(t testing.TB, e queryer, q string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	rows, err := e.QueryContext(ctx, q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	m := map[string]string{}
+	for rows.Next() {
+		var k string
+		var v sql.NullString
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		m[strings.ToLower(k)] = v.String
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return m
+}
+
+// outcome is the result of a statement run in the background.
+type outcome struct {
+	err error
+	dur time.Duration
+}
+
+// goExec starts q on e in a goroutine; the channel yields its outcome.
+func goExec(e execer, q string, args ...any) <-chan outcome {
+	ch := make(chan outcome, 1)
+	go func() {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		_, err := e.ExecContext(ctx, q, args...)
+		ch <- outcome{err: err, dur: time.Since(start)}
+	}()
+	return ch
+}
+
+// mustBlock fails if the background statement finishes within blockCheck.
+func mustBlock(t testing.TB, ch <-chan outcome, what string) {
+	t.Helper()
+	select {
+	case o := <-ch:
+		t.Fatalf("%s did not block: finished after %v with err=%v", what, o.dur, o.err)
+	case <-time.After(blockCheck):
+	}
+}
+
+// await waits for the background statement's outcome.
+func await(t testing.TB, ch <-chan outcome, what string) outcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		return o
+	case <-time.After(opTimeout + 5*time.Second):
+		t.Fatalf("%s never finished", what)
+	}
+	return outcome{}
+}
+
+// checkErr is wantErr that reports with t.Errorf, so a test can go on
+// checking what follows a wrong error code. It reports whether err matched.
+func checkErr(t testing.TB, err error, code uint16, state string, what string) bool {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: want error %d (%s), got none", what, code, state)
+		return false
+	}
+	c, s := mysqlErr(err)
+	if c != code || s != state {
+		t.Errorf("%s: want error %d (%s), got %d (%s): %v", what, code, state, c, s, err)
+		return false
+	}
+	return true
+}
+
+// errDesc describes err as "code (state): message" for logs and reports.
+func errDesc(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	c, s := mysqlErr(err)
+	return fmt.Sprintf("%d (%s): %v", c, s, err)
+}
+
+func sortedInts(v []int64) []int64 {
+	out := append([]int64(nil), v...)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,180 @@
+package systest
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWsrepVariablesAndHTTP checks the Galera-compatible system and status
+// variables and the HTTP endpoints of a single node.
+func TestWsrepVariablesAndHTTP(t *testing.T) {
+	n, db := startNode(t, "vars1", "v", "--cluster-name", "vcluster")
+	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+
+	t.Run("ShowVariables", func(t *testing.T) {
+		vars := qMap(t, db, "SHOW VARIABLES LIKE 'wsrep%'")
+		want := map[string]string{
+			"wsrep_on":                "ON",
+			"wsrep_node_name":         n.Name,
+			"wsrep_cluster_name":      "vcluster",
+			"wsrep_sync_wait":         "0",
+			"wsrep_retry_autocommit":  "1",
+			"wsrep_trx_fragment_unit": "bytes",
+			"wsrep_trx_fragment_size": "0",
+			"wsrep_applier_threads":   "",
+			"wsrep_slave_threads":     "",
+			"wsrep_provider_options":  "",
+		}
+		for k, v := range want {
+			got, ok := vars[k]
+			if !ok {
+				t.Errorf("SHOW VARIABLES LIKE 'wsrep%%' has no %s", k)
+				continue
+			}
+			if v != "" && got != v {
+				t.Errorf("%s = %q, want %q", k, got, v)
+			}
+		}
+		for _, k := range []string{"wsrep_applier_threads", "wsrep_slave_threads"} {
+			if x, err := strconv.Atoi(vars[k]); err != nil || x < 1 {
+				t.Errorf("%s = %q, want a positive number", k, vars[k])
+			}
+		}
+		t.Logf("wsrep_provider_options = %q", vars["wsrep_provider_options"])
+		if got := qStr(t, db, "SELECT @@wsrep_node_name"); got != n.Name {
+			t.Errorf("@@wsrep_node_name = %q, want %q", got, n.Name)
+		}
+		if got := qInt(t, db, "SELECT @@GLOBAL.wsrep_on"); got != 1 {
+			t.Errorf("@@GLOBAL.wsrep_on = %d, want 1", got)
+		}
+	})
+
+	t.Run("ShowGlobalStatus", func(t *testing.T) {
+		st := qMap(t, db, "SHOW GLOBAL STATUS LIKE 'wsrep%'")
+		want := map[string]string{
+			"wsrep_ready":               "ON",
+			"wsrep_cluster_size":        "1",
+			"wsrep_cluster_status":      "Primary",
+			"wsrep_local_state_comment": "Synced",
+			"wsrep_connected":           "ON",
+			"wsrep_local_state":         "4",
+		}
+		for k, v := range want {
+			if got, ok := st[k]; !ok {
+				t.Errorf("SHOW GLOBAL STATUS LIKE 'wsrep%%' has no %s", k)
+			} else if got != v {
+				t.Errorf("%s = %q, want %q", k, got, v)
+			}
+		}
+		lastCommitted := func() int64 {
+			m := qMap(t, db, "SHOW GLOBAL STATUS LIKE 'wsrep_last_committed'")
+			v, err := strconv.ParseInt(m["wsrep_last_committed"], 10, 64)
+			if err != nil {
+				t.Fatalf("wsrep_last_committed = %q: %v", m["wsrep_last_committed"], err)
+			}
+			return v
+		}
+		before := lastCommitted()
+		xexec(t, db, "INSERT INTO t VALUES (1, 1)")
+		after := lastCommitted()
+		if after <= before {
+			t.Errorf("wsrep_last_committed went from %d to %d across a committed write, want an increase", before, after)
+		}
+		xexec(t, db, "UPDATE t SET v = 2 WHERE id = 1")
+		if again := lastCommitted(); again <= after {
+			t.Errorf("wsrep_last_committed went from %d to %d across a second write, want an increase", after, again)
+		}
+	})
+
+	t.Run("SyncWaitSelect", func(t *testing.T) {
+		c := conn(t, db)
+		xexec(t, c, "SET SESSION wsrep_sync_wait = 1")
+		if v := qInt(t, c, "SELECT @@SESSION.wsrep_sync_wait"); v != 1 {
+			t.Fatalf("@@SESSION.wsrep_sync_wait = %d, want 1", v)
+		}
+		xexec(t, db, "INSERT INTO t VALUES (2, 20)")
+		if v := qInt(t, c, "SELECT v FROM t WHERE id = 2"); v != 20 {
+			t.Fatalf("SELECT under wsrep_sync_wait=1 read v = %d, want 20", v)
+		}
+		if c := qInt(t, c, "SELECT COUNT(*) FROM t"); c != 2 {
+			t.Fatalf("COUNT(*) under wsrep_sync_wait=1 = %d, want 2", c)
+		}
+		// and the global default is untouched
+		if v := qInt(t, db, "SELECT @@GLOBAL.wsrep_sync_wait"); v != 0 {
+			t.Fatalf("@@GLOBAL.wsrep_sync_wait = %d, want 0", v)
+		}
+	})
+
+	client := &http.Client{Timeout: 10 * time.Second}
+	get := func(t *testing.T, path string) (int, string) {
+		t.Helper()
+		resp, err := client.Get("http://" + n.HTTPAddr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		return resp.StatusCode, string(b)
+	}
+
+	t.Run("HTTPHealth", func(t *testing.T) {
+		code, body := get(t, "/health")
+		if code != 200 {
+			t.Fatalf("/health = %d %q, want 200", code, body)
+		}
+		if !strings.Contains(body, "Synced") {
+			t.Errorf("/health body %q does not say Synced", body)
+		}
+	})
+
+	t.Run("HTTPStatus", func(t *testing.T) {
+		st, err := n.Status()
+		if err != nil {
+			t.Fatalf("/status: %v", err)
+		}
+		if st["state"] != "Synced" {
+			t.Errorf(`/status "state" = %v, want "Synced"`, st["state"])
+		}
+		if st["primary"] != true {
+			t.Errorf(`/status "primary" = %v, want true`, st["primary"])
+		}
+		if st["name"] != n.Name {
+			t.Errorf(`/status "name" = %v, want %q`, st["name"], n.Name)
+		}
+		if st["cluster_name"] != "vcluster" {
+			t.Errorf(`/status "cluster_name" = %v, want "vcluster"`, st["cluster_name"])
+		}
+		if members, _ := st["members"].([]any); len(members) != 1 {
+			t.Errorf(`/status "members" = %v, want one member`, st["members"])
+		}
+	})
+
+	t.Run("HTTPMetrics", func(t *testing.T) {
+		code, body := get(t, "/metrics")
+		if code != 200 {
+			t.Fatalf("/metrics = %d", code)
+		}
+		found := false
+		sc := bufio.NewScanner(strings.NewReader(body))
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "certus_wsrep_cluster_size ") {
+				found = true
+				if v := strings.TrimSpace(strings.TrimPrefix(line, "certus_wsrep_cluster_size")); v != "1" {
+					t.Errorf("certus_wsrep_cluster_size = %s, want 1", v)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("/metrics has no certus_wsrep_cluster_size sample")
+		}
+	})
+}

@@ -1,0 +1,236 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// LockMode is a row lock mode.
+type LockMode uint8
+
+// Lock modes. Shared locks are compatible with each other.
+const (
+	Shared LockMode = iota + 1
+	Exclusive
+)
+
+// ErrLockWaitTimeout is returned when a lock is not granted within the
+// transaction's lock wait timeout (MySQL error 1205).
+var ErrLockWaitTimeout = errors.New("Lock wait timeout exceeded; try restarting transaction")
+
+// ErrDeadlock is returned to the transaction whose lock request would close
+// a cycle of waiting transactions (MySQL error 1213).
+var ErrDeadlock = errors.New("Deadlock found when trying to get lock; try restarting transaction")
+
+// lockOwner is a transaction as the lock manager sees it.
+type lockOwner struct {
+	id      uint64
+	held    []string   // keys this owner holds
+	waiting *lockState // the lock it waits for, guarded by Locks.mu
+}
+
+type holder struct {
+	o    *lockOwner
+	mode LockMode
+}
+
+type waiter struct {
+	o     *lockOwner
+	mode  LockMode
+	ready chan struct{}
+	done  bool // granted or abandoned, guarded by Locks.mu
+}
+
+type lockState struct {
+	key     string
+	holders []holder
+	queue   []*waiter
+}
+
+// Locks is a node's row lock table. Locks are held until the transaction
+// ends (after its write-set is applied locally, or on rollback).
+type Locks struct {
+	mu    sync.Mutex
+	table map[string]*lockState
+}
+
+// NewLocks returns an empty lock table.
+func NewLocks() *Locks { return &Locks{table: map[string]*lockState{}} }
+
+func (ls *lockState) holding(o *lockOwner) (int, LockMode) {
+	for i, h := range ls.holders {
+		if h.o == o {
+			return i, h.mode
+		}
+	}
+	return -1, 0
+}
+
+// compatible reports whether o may take mode now, given the holders.
+func (ls *lockState) compatible(o *lockOwner, mode LockMode) bool {
+	for _, h := range ls.holders {
+		if h.o == o {
+			continue
+		}
+		if mode == Exclusive || h.mode == Exclusive {
+			return false
+		}
+	}
+	return true
+}
+
+// Lock acquires key in mode for o, waiting up to timeout. It returns
+// ErrDeadlock if waiting would deadlock, ErrLockWaitTimeout on timeout, or
+// the context's error if ctx ends first.
+func (l *Locks) Lock(ctx context.Context, o *lockOwner, key string, mode LockMode, timeout time.Duration) error {
+	l.mu.Lock()
+	ls := l.table[key]
+	if ls == nil {
+		ls = &lockState{key: key}
+		l.table[key] = ls
+	}
+	i, held := ls.holding(o)
+	if held >= mode {
+		l.mu.Unlock()
+		return nil
+	}
+	// Grant at once when compatible and nobody queues (an upgrade from
+	// shared to exclusive does not queue behind others).
+	if ls.compatible(o, mode) && (len(ls.queue) == 0 || i >= 0) {
+		l.grant(ls, o, mode, i)
+		l.mu.Unlock()
+		return nil
+	}
+	if l.wouldDeadlock(o, ls) {
+		l.dropIfUnused(ls)
+		l.mu.Unlock()
+		return ErrDeadlock
+	}
+	w := &waiter{o: o, mode: mode, ready: make(chan struct{})}
+	if i >= 0 {
+		// upgrades go first so two shared holders upgrading deadlock visibly
+		ls.queue = append([]*waiter{w}, ls.queue...)
+	} else {
+		ls.queue = append(ls.queue, w)
+	}
+	o.waiting = ls
+	l.mu.Unlock()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var err error
+	select {
+	case <-w.ready:
+		return nil
+	case <-timer.C:
+		err = ErrLockWaitTimeout
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w.done { // granted while we gave up: keep it
+		return nil
+	}
+	w.done = true
+	o.waiting = nil
+	for j, q := range ls.queue {
+		if q == w {
+			ls.queue = append(ls.queue[:j], ls.queue[j+1:]...)
+			break
+		}
+	}
+	l.wake(ls)
+	l.dropIfUnused(ls)
+	return err
+}
+
+func (l *Locks) grant(ls *lockState, o *lockOwner, mode LockMode, i int) {
+	if i >= 0 {
+		ls.holders[i].mode = mode
+		return
+	}
+	ls.holders = append(ls.holders, holder{o: o, mode: mode})
+	o.held = append(o.held, ls.key)
+}
+
+// wake grants queued requests in order while they are compatible.
+func (l *Locks) wake(ls *lockState) {
+	for len(ls.queue) > 0 {
+		w := ls.queue[0]
+		if !ls.compatible(w.o, w.mode) {
+			return
+		}
+		ls.queue = ls.queue[1:]
+		i, _ := ls.holding(w.o)
+		l.grant(ls, w.o, w.mode, i)
+		w.done = true
+		w.o.waiting = nil
+		close(w.ready)
+	}
+}
+
+func (l *Locks) dropIfUnused(ls *lockState) {
+	if len(ls.holders) == 0 && len(ls.queue) == 0 {
+		delete(l.table, ls.key)
+	}
+}
+
+// wouldDeadlock reports whether o waiting for ls closes a cycle: some
+// holder of ls (transitively, through the locks holders wait for) waits
+// for a lock o holds.
+func (l *Locks) wouldDeadlock(o *lockOwner, ls *lockState) bool {
+	seen := map[*lockOwner]bool{}
+	var visit func(ls *lockState) bool
+	visit = func(ls *lockState) bool {
+		for _, h := range ls.holders {
+			if h.o == o {
+				continue
+			}
+			if seen[h.o] {
+				continue
+			}
+			seen[h.o] = true
+			if w := h.o.waiting; w != nil {
+				if _, m := w.holding(o); m != 0 {
+					return true
+				}
+				if visit(w) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return visit(ls)
+}
+
+// ReleaseAll releases every lock o holds and wakes waiters.
+func (l *Locks) ReleaseAll(o *lockOwner) {
+	if len(o.held) == 0 {
+		return
+	}
+	l.mu.Lock()
+	for _, key := range o.held {
+		ls := l.table[key]
+		if ls == nil {
+			continue
+		}
+		if i, _ := ls.holding(o); i >= 0 {
+			ls.holders = append(ls.holders[:i], ls.holders[i+1:]...)
+		}
+		l.wake(ls)
+		l.dropIfUnused(ls)
+	}
+	l.mu.Unlock()
+	o.held = o.held[:0]
+}
+
+// Len is the number of keys currently locked or waited for.
+func (l *Locks) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.table)
+}

@@ -1,0 +1,228 @@
+// Package txn implements transactions over the storage engine: read views
+// (REPEATABLE READ and READ COMMITTED snapshots), InnoDB-style current reads
+// with row locks for DML and locking reads, a write buffer that the
+// transaction reads its own writes through, statement rollback and
+// savepoints, and the write-set a COMMIT hands to replication.
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/certusdb/certus/storage"
+	"github.com/certusdb/certus/writeset"
+)
+
+// Outcome is what replication reports for a write-set.
+type Outcome struct {
+	// Seqno is the write-set's position in the total order.
+	Seqno uint64
+	// Committed is true when the write-set passed certification and was
+	// applied locally.
+	Committed bool
+	// Reason explains a certification failure.
+	Reason string
+	// Rejected is a deterministic refusal at apply (e.g. a duplicate found
+	// while building a unique index).
+	Rejected error
+}
+
+// Replicator orders a write-set in the cluster's total order and waits
+// until it is certified and, if it passed, applied on this node.
+type Replicator interface {
+	// Origin is this node's current incarnation id, the origin of the
+	// write-sets it builds.
+	Origin() uint64
+	// Replicate orders ws and waits for its outcome.
+	Replicate(ctx context.Context, ws *writeset.WriteSet) (Outcome, error)
+}
+
+// ErrCertification is returned by Commit when the write-set lost
+// certification to a concurrent write on another node (MySQL 1213).
+var ErrCertification = errors.New("Deadlock found when trying to get lock; try restarting transaction")
+
+// ErrNotPrimary is returned by a Replicator whose node is not part of a
+// primary component: it cannot reach a quorum (MySQL/Galera 1047).
+var ErrNotPrimary = errors.New("WSREP has not yet prepared node for application use")
+
+// ErrOutcomeUnknown is returned by a Replicator that gave up on learning a
+// write-set's fate: it may or may not commit (MySQL 1180 "error during
+// COMMIT"; a client must not blindly retry it).
+var ErrOutcomeUnknown = errors.New("Got error during COMMIT: its outcome is unknown (the cluster may still apply it)")
+
+// ErrReadOnly is returned for writes in a READ ONLY transaction.
+var ErrReadOnly = errors.New("Cannot execute statement in a READ ONLY transaction.")
+
+// ErrTxnDone is returned when a finished transaction is used.
+var ErrTxnDone = errors.New("txn: transaction already finished")
+
+// Config configures a Manager.
+type Config struct {
+	// Engine is the node's storage.
+	Engine *storage.Engine
+	// Replicator orders write-sets.
+	Replicator Replicator
+	// AutoIncrementStride returns the cluster's AUTO_INCREMENT increment
+	// and this node's offset (1, 1 on a single node), like Galera's
+	// wsrep_auto_increment_control.
+	AutoIncrementStride func() (increment, offset uint64)
+}
+
+// Manager creates transactions and holds what they share: the lock table,
+// the registry of open transactions and the AUTO_INCREMENT allocator.
+type Manager struct {
+	cfg    Config
+	eng    *storage.Engine
+	locks  *Locks
+	nextID atomic.Uint64
+
+	mu     sync.Mutex
+	active map[uint64]*Txn
+
+	autoMu sync.Mutex
+	auto   map[uint64]uint64 // table id -> next value this node hands out
+
+	// Counters for status variables.
+	Commits, Rollbacks, CertFailures, LockTimeouts, Deadlocks atomic.Uint64
+}
+
+// NewManager returns a Manager.
+func NewManager(cfg Config) *Manager {
+	if cfg.AutoIncrementStride == nil {
+		cfg.AutoIncrementStride = func() (uint64, uint64) { return 1, 1 }
+	}
+	m := &Manager{cfg: cfg, eng: cfg.Engine, locks: NewLocks(), active: map[uint64]*Txn{}, auto: map[uint64]uint64{}}
+	m.nextID.Store(uint64(time.Now().UnixNano()) & 0xffff_ffff)
+	return m
+}
+
+// Engine is the storage engine.
+func (m *Manager) Engine() *storage.Engine { return m.eng }
+
+// Locks is the lock table.
+func (m *Manager) Locks() *Locks { return m.locks }
+
+// Isolation is a transaction isolation level.
+type Isolation uint8
+
+// Isolation levels. SERIALIZABLE runs as REPEATABLE READ and READ
+// UNCOMMITTED as READ COMMITTED, as documented.
+const (
+	RepeatableRead Isolation = iota
+	ReadCommitted
+)
+
+// Options configure a new transaction.
+type Options struct {
+	Isolation       Isolation
+	ReadOnly        bool
+	LockWaitTimeout time.Duration
+}
+
+// Begin starts a transaction. It takes no snapshot until its first read.
+func (m *Manager) Begin(opts Options) *Txn {
+	if opts.LockWaitTimeout <= 0 {
+		opts.LockWaitTimeout = 50 * time.Second
+	}
+	id := m.nextID.Add(1)
+	t := &Txn{m: m, id: id, opts: opts, stmtMark: -1}
+	t.owner.id = id
+	return t
+}
+
+// register adds t to the open transactions with the applied seqno as its
+// lowest position, read under the registry lock so that LowWatermark sees
+// either t or an applied seqno no higher than any position t will use.
+func (m *Manager) register(t *Txn) {
+	m.mu.Lock()
+	t.minPos.Store(m.eng.Applied())
+	m.active[t.id] = t
+	m.mu.Unlock()
+}
+
+func (m *Manager) unregister(t *Txn) {
+	m.mu.Lock()
+	delete(m.active, t.id)
+	m.mu.Unlock()
+}
+
+// LowWatermark is the lowest position an open transaction on this node may
+// still certify against (the applied seqno when none is open). It travels
+// as LastSeen in write-sets so the certification index can be pruned.
+func (m *Manager) LowWatermark() uint64 {
+	m.mu.Lock()
+	low := m.eng.Applied()
+	for _, t := range m.active {
+		if p := t.minPos.Load(); p != 0 && p < low {
+			low = p
+		}
+	}
+	m.mu.Unlock()
+	return low
+}
+
+// Active is the number of open transactions that have read or written.
+func (m *Manager) Active() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.active)
+}
+
+// NextAutoIncrement reserves the next AUTO_INCREMENT value of a table. When
+// explicit is non-zero the caller inserts that value: the counter moves past
+// it and explicit is returned.
+func (m *Manager) NextAutoIncrement(tableID, explicit uint64) uint64 {
+	m.autoMu.Lock()
+	defer m.autoMu.Unlock()
+	next := max(m.auto[tableID], m.eng.AutoIncrement(tableID))
+	if explicit != 0 {
+		if explicit >= next {
+			m.auto[tableID] = after(explicit)
+		}
+		return explicit
+	}
+	inc, off := m.cfg.AutoIncrementStride()
+	if inc > 1 {
+		// smallest v ≥ next with v ≡ off (mod inc)
+		r := (next + inc - off%inc) % inc
+		if r != 0 {
+			next += inc - r
+		}
+	}
+	m.auto[tableID] = after(next)
+	return next
+}
+
+// after is the value after v; the largest value has none, so the counter
+// stays there (the next insert fails as out of range, as in MySQL).
+func after(v uint64) uint64 {
+	if v == math.MaxUint64 {
+		return v
+	}
+	return v + 1
+}
+
+// PeekAutoIncrement returns the next AUTO_INCREMENT value without
+// reserving it.
+func (m *Manager) PeekAutoIncrement(tableID uint64) uint64 {
+	m.autoMu.Lock()
+	defer m.autoMu.Unlock()
+	return max(m.auto[tableID], m.eng.AutoIncrement(tableID))
+}
+
+// ResetAutoIncrement forgets local reservations of a table (after TRUNCATE
+// or ALTER TABLE ... AUTO_INCREMENT).
+func (m *Manager) ResetAutoIncrement(tableID uint64) {
+	m.autoMu.Lock()
+	delete(m.auto, tableID)
+	m.autoMu.Unlock()
+}
+
+func certError(o Outcome) error {
+	return fmt.Errorf("%w (%s at seqno %d)", ErrCertification, o.Reason, o.Seqno)
+}

@@ -1,0 +1,172 @@
+package txn
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/certusdb/certus/storage"
+	"github.com/certusdb/certus/writeset"
+)
+
+// localReplicator applies every write-set at once, as a cluster of one
+// without certification, and keeps the last one.
+type localReplicator struct {
+	eng   *storage.Engine
+	seqno uint64
+	last  *writeset.WriteSet
+}
+
+func (r *localReplicator) Origin() uint64 { return 1 }
+
+func (r *localReplicator) Replicate(_ context.Context, ws *writeset.WriteSet) (Outcome, error) {
+	r.seqno++
+	r.last = ws
+	res, err := r.eng.Apply(r.seqno, ws, nil, nil)
+	return Outcome{Seqno: r.seqno, Committed: res.Rejected == nil, Rejected: res.Rejected}, err
+}
+
+// newTestManager returns a manager over an in-memory engine with table
+// d.t (id BIGINT PRIMARY KEY, v INT) holding rows 1 and 2.
+func newTestManager(t *testing.T) (*Manager, *localReplicator, *storage.TableInfo) {
+	t.Helper()
+	eng, err := storage.Open(storage.Config{Dir: "db", FS: vfs.NewMem(), CacheBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	r := &localReplicator{eng: eng}
+	m := NewManager(Config{Engine: eng, Replicator: r})
+	def := &storage.TableDef{ID: 7, DB: "d", Name: "t", NextColumnID: 3, NextIndexID: 1,
+		Columns: []storage.ColumnDef{{ID: 1, Name: "id", Type: "bigint"}, {ID: 2, Name: "v", Type: "int", Nullable: true}},
+		PK:      []uint32{1}}
+	tx := m.Begin(Options{})
+	for _, op := range []*storage.SchemaOp{
+		{Kind: storage.OpPutDatabase, Database: &storage.DatabaseDef{Name: "d", Tables: map[string]uint64{}}},
+		{Kind: storage.OpPutTable, Table: def, TableID: def.ID},
+	} {
+		if err := tx.SchemaChange(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(t, tx)
+	d, _ := eng.Catalog().Table(def.ID)
+	ti, err := d.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx = m.Begin(Options{})
+	for _, row := range []sql.Row{{int64(1), int32(10)}, {int64(2), int32(20)}} {
+		if err := tx.Insert(context.Background(), ti, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(t, tx)
+	return m, r, ti
+}
+
+func commit(t *testing.T, tx *Txn) {
+	t.Helper()
+	if _, err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scanAll returns the ids a scan in mode reads.
+func scanAll(t *testing.T, tx *Txn, ti *storage.TableInfo, mode ReadMode, live bool) []int64 {
+	t.Helper()
+	scan := tx.Scan
+	if live {
+		scan = func(ctx context.Context, ti *storage.TableInfo, lo, hi []byte, rev bool, mode ReadMode) (*RowIter, error) {
+			return tx.LiveScan(ctx, ti, nil, lo, hi, rev, mode)
+		}
+	}
+	it, err := scan(context.Background(), ti, nil, nil, false, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var ids []int64
+	for {
+		_, row, ok, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return ids
+		}
+		ids = append(ids, row[0].(int64))
+	}
+}
+
+// A row read in Reference mode (a foreign key's parent) is certified with
+// the write-set, so a concurrent change of it on another node conflicts.
+func TestReferenceReadIsCertified(t *testing.T) {
+	m, r, ti := newTestManager(t)
+	tx := m.Begin(Options{})
+	if got := scanAll(t, tx, ti, Reference, false); len(got) != 2 {
+		t.Fatalf("reference scan read %v", got)
+	}
+	if err := tx.Insert(context.Background(), ti, sql.Row{int64(3), int32(30)}); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, tx)
+	keys := map[string]bool{}
+	for _, k := range r.last.Keys {
+		keys[string(k.Key)] = true
+	}
+	for _, id := range []int64{1, 2, 3} {
+		pk, err := ti.EncodePK(context.Background(), sql.Row{id, nil})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !keys[string(storage.CertKey(ti.Def.ID, pk))] {
+			t.Errorf("row %d is not certified with the write-set", id)
+		}
+	}
+	if len(r.last.Keys) != 3 {
+		t.Errorf("write-set keys %d, want 3 (no duplicate of the written row)", len(r.last.Keys))
+	}
+}
+
+// A statement's scans do not see the rows it changed; LiveScan does.
+func TestStatementDoesNotReadItsOwnChanges(t *testing.T) {
+	m, _, ti := newTestManager(t)
+	tx := m.Begin(Options{})
+	defer tx.Rollback()
+	ctx := context.Background()
+	if err := tx.Insert(ctx, ti, sql.Row{int64(5), int32(50)}); err != nil {
+		t.Fatal(err)
+	}
+	tx.StatementBegin()
+	if err := tx.Delete(ctx, ti, sql.Row{int64(1), int32(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Insert(ctx, ti, sql.Row{int64(11), int32(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scanAll(t, tx, ti, CurrentExclusive, false); !equalIDs(got, 1, 2, 5) {
+		t.Errorf("statement scan read %v, want the rows as the statement began", got)
+	}
+	if got := scanAll(t, tx, ti, CurrentExclusive, true); !equalIDs(got, 2, 5, 11) {
+		t.Errorf("live scan read %v, want the statement's changes too", got)
+	}
+	tx.StatementComplete()
+	if got := scanAll(t, tx, ti, Snapshot, false); !equalIDs(got, 2, 5, 11) {
+		t.Errorf("next statement read %v, want the changes", got)
+	}
+}
+
+func equalIDs(got []int64, want ...int64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
