@@ -129,6 +129,7 @@ func sysbenchUntil(ctx context.Context, t Target, workload string, o SysbenchOpt
 		"--time="+strconv.Itoa(int(dur.Seconds())), "--report-interval=1", "run")
 	cmd := exec.CommandContext(ctx, "sysbench", args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
+	cmd.WaitDelay = 15 * time.Second // sysbench may not stop while a query hangs
 	out, _ := cmd.CombinedOutput()
 	return Parse(string(out))
 }

@@ -19,7 +19,7 @@ func benchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Benchmarks against MariaDB and Galera on this machine",
 	}
-	cmd.AddCommand(benchSysbenchCmd(), benchClusterCmd(), benchJoinCmd())
+	cmd.AddCommand(benchSysbenchCmd(), benchClusterCmd(), benchJoinCmd(), benchBigTxnCmd())
 	return cmd
 }
 
