@@ -12,6 +12,9 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/certusdb/certus/storage"
 )
 
 // Cluster is what the SQL layer needs from replication.
@@ -66,6 +69,7 @@ type stmtInfo struct {
 	commit       bool // COMMIT: never retried
 	drop         bool // DROP: a missing table is 1051, not 1146
 	empty        bool // no SQL at all (1065)
+	ddl          bool // CREATE, DROP, ALTER, RENAME, TRUNCATE
 }
 
 func inspect(q string) stmtInfo {
@@ -94,7 +98,9 @@ func inspect(q string) stmtInfo {
 	case "COMMIT":
 		return stmtInfo{commit: true}
 	case "DROP":
-		return stmtInfo{drop: true}
+		return stmtInfo{drop: true, ddl: true}
+	case "CREATE", "ALTER", "RENAME", "TRUNCATE":
+		return stmtInfo{ddl: true}
 	case "":
 		return stmtInfo{nonPrimaryOK: true, empty: isEmptyQuery(q)}
 	}
@@ -254,6 +260,9 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	if err := h.before(ctx, s, info); err != nil {
 		return ToSQLError(err)
 	}
+	if s != nil && info.ddl {
+		s.prepared = nil // a temporary table may now hide a table a statement named
+	}
 	left := retries(s, info)
 	for {
 		called := false
@@ -362,11 +371,57 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 	return rest, err
 }
 
-// ComPrepare implements mysql.Handler.
+// ComPrepare implements mysql.Handler. Drivers such as go-sql-driver/mysql
+// prepare the same text before every execution: a statement the fast path
+// recognises is planned once per connection and schema (see
+// Session.prepared); executing it needs no plan from the prepare.
 func (h *Handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) (fields []*querypb.Field, err error) {
 	defer h.recoverPanic(&err)
+	s := h.session(c)
+	var cat *storage.Catalog
+	if s != nil {
+		cat = s.p.mgr.Engine().Catalog()
+		if p, ok := s.prepared[query]; ok && p.cat == cat && p.db == s.GetCurrentDatabase() {
+			return cloneFields(p.fields), nil
+		}
+	}
 	fields, err = h.inner.ComPrepare(ctx, c, query, prepare)
+	if err == nil && s != nil && h.fast != nil && h.recognized(s, query) {
+		if s.prepared == nil || len(s.prepared) >= maxPreparedPerSession {
+			s.prepared = map[string]preparedAnswer{}
+		}
+		s.prepared[query] = preparedAnswer{cat: cat, db: s.GetCurrentDatabase(), fields: cloneFields(fields)}
+	}
 	return fields, ToSQLErrorOrNil(err)
+}
+
+// recognized reports whether the fast path takes the prepared statement.
+func (h *Handler) recognized(s *Session, query string) bool {
+	e, _ := h.fast.entry(s.GetCurrentDatabase(), query, true)
+	return e != nil
+}
+
+// preparedAnswer is a prepare's answer for one schema version.
+type preparedAnswer struct {
+	cat    *storage.Catalog
+	db     string
+	fields []*querypb.Field
+}
+
+// maxPreparedPerSession bounds a session's remembered prepares.
+const maxPreparedPerSession = 256
+
+// cloneFields deep-copies column metadata (the protocol layer edits the
+// names it sends).
+func cloneFields(fields []*querypb.Field) []*querypb.Field {
+	if fields == nil {
+		return nil
+	}
+	out := make([]*querypb.Field, len(fields))
+	for i, f := range fields {
+		out[i] = proto.Clone(f).(*querypb.Field)
+	}
+	return out
 }
 
 // ComStmtExecute implements mysql.Handler.

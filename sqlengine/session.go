@@ -43,6 +43,9 @@ type Session struct {
 	// statement text.
 	modeQuery string
 	mode      txn.ReadMode
+	// prepared are the answers of earlier prepares of statements the fast
+	// path recognises, by text (see Handler.ComPrepare).
+	prepared map[string]preparedAnswer
 }
 
 var (

@@ -53,6 +53,41 @@ type trackConn struct {
 
 	respSeen bool
 	resp     []byte // the client's handshake response, until its flags are known
+
+	// wbuf holds what was written since the connection last read: the
+	// packets of one response (a prepare's OK, parameter and column
+	// definitions, EOFs) go out in one write instead of one each.
+	wbuf []byte
+	werr error // the error of the last flush, returned by every later call
+}
+
+// flushAt is the size at which buffered output goes out without waiting
+// for the next read.
+const flushAt = 64 << 10
+
+// flush writes the buffered output; c.mu is held.
+func (c *trackConn) flush() error {
+	if c.werr != nil {
+		return c.werr
+	}
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.wbuf)
+	c.wbuf = c.wbuf[:0]
+	if cap(c.wbuf) > 4*flushAt {
+		c.wbuf = nil
+	}
+	c.werr = err
+	return err
+}
+
+// Close sends what is buffered and closes the connection.
+func (c *trackConn) Close() error {
+	c.mu.Lock()
+	_ = c.flush()
+	c.mu.Unlock()
+	return c.Conn.Close()
 }
 
 // Tracking reports whether the client negotiated session tracking.
@@ -73,6 +108,12 @@ func (c *trackConn) AttachGTID(gtid string) {
 // Read passes data through, noting the client's capabilities from its
 // handshake response.
 func (c *trackConn) Read(b []byte) (int, error) {
+	c.mu.Lock()
+	ferr := c.flush() // the response is complete: the server waits for the next command
+	c.mu.Unlock()
+	if ferr != nil {
+		return 0, ferr
+	}
 	n, err := c.Conn.Read(b)
 	if n > 0 {
 		c.mu.Lock()
@@ -90,12 +131,16 @@ func (c *trackConn) Read(b []byte) (int, error) {
 }
 
 // Write parses packet boundaries and rewrites the greeting and tagged OK
-// packets; everything else passes through unchanged.
+// packets; everything else passes through unchanged. Output is buffered
+// until the server reads again (see wbuf).
 func (c *trackConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.werr != nil {
+		return 0, c.werr
+	}
 	total := len(b)
-	var out []byte
+	out := c.wbuf
 	for len(b) > 0 {
 		if c.left > 0 {
 			n := min(c.left, len(b))
@@ -133,8 +178,9 @@ func (c *trackConn) Write(b []byte) (int, error) {
 			c.pkt, c.capture = nil, false
 		}
 	}
-	if len(out) > 0 {
-		if _, err := c.Conn.Write(out); err != nil {
+	c.wbuf = out
+	if len(c.wbuf) >= flushAt {
+		if err := c.flush(); err != nil {
 			return 0, err
 		}
 	}

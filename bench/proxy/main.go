@@ -13,7 +13,7 @@
 // It then measures the latency the proxy adds to a point read against a
 // direct connection. It holds flock /tmp/bench.lock while it runs.
 //
-//	go run ./bench/proxy [-duration 15s] [-clients 12]
+//	go run ./bench/proxy [-duration 15s] [-clients 12] [-profile DIR]
 package main
 
 import (
@@ -47,6 +47,7 @@ func main() {
 	rowsPer := flag.Int("rows", 10, "rows owned by each client")
 	bin := flag.String("certus", "", "certus binary (default: go build ./cmd/certus)")
 	probes := flag.Int("probes", 3000, "point reads of the latency probe")
+	profileDir := flag.String("profile", "", "save CPU profiles of the proxy and the nodes during (c) into this directory")
 	proxyCfg := flag.String("proxy-config", `{"rules": [{"name": "critical", "match": "/\\* critical \\*/", "critical": "sync_wait"}]}`,
 		"the proxy's configuration (JSON)")
 	flag.Parse()
@@ -141,6 +142,13 @@ func main() {
 	results = append(results, w.run("(b) cluster, wsrep_sync_wait=1", func(i int) string {
 		return dsn(nodes[i%3].sql, "wsrep_sync_wait=1")
 	}))
+	if *profileDir != "" {
+		targets := map[string]string{"proxy": adminAddr}
+		for i, n := range nodes {
+			targets[fmt.Sprintf("n%d", i+1)] = n.http
+		}
+		go profileAll(targets, *profileDir, *duration)
+	}
 	results = append(results, w.run("(c) proxy, causal routing", func(i int) string { return dsn(proxyAddr, "") }))
 
 	fmt.Printf("%-32s %9s %13s %13s %9s %9s %9s %9s %7s %7s\n", "setup", "writes/s", "crit reads/s", "other reads/s",
@@ -361,6 +369,38 @@ func waitHealthy(addr string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	log.Fatalf("node %s not healthy", addr)
+}
+
+// profileAll saves a CPU profile of each target (name → HTTP address with
+// /debug/pprof) over the middle of a run of dur.
+func profileAll(targets map[string]string, dir string, dur time.Duration) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Print(err)
+		return
+	}
+	time.Sleep(dur / 5)
+	secs := max(int(dur.Seconds()*3/5), 1)
+	var wg sync.WaitGroup
+	for name, addr := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs))
+			if err != nil {
+				log.Printf("profile of %s: %v", name, err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(dir, name+".cpu.pprof"))
+			if err != nil {
+				log.Print(err)
+				return
+			}
+			defer f.Close()
+			_, _ = io.Copy(f, resp.Body)
+		}()
+	}
+	wg.Wait()
 }
 
 func waitProxy(admin string) {
