@@ -79,6 +79,7 @@ type Node struct {
 
 	started time.Time
 	wg      sync.WaitGroup
+	stopc   chan struct{} // closed by Stop: ends the node's own loops
 }
 
 // ErrDataDirInUse is returned when another process holds the data dir.
@@ -206,6 +207,9 @@ func (n *Node) start() error {
 	if err != nil {
 		return err
 	}
+	n.stopc = make(chan struct{})
+	n.wg.Add(1)
+	go n.reportWatermarks()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -221,6 +225,29 @@ func (n *Node) start() error {
 	}
 	n.log.Info("node started", "sql", cfg.SQLAddr, "http", cfg.HTTPAddr, "peer", cfg.PeerAddr, "data_dir", cfg.DataDir, "sync_commit", cfg.SyncCommit)
 	return nil
+}
+
+// reportWatermarks keeps this node's open transactions counted by the
+// certification index (txn.Manager.ReportWatermark), once a second.
+func (n *Node) reportWatermarks() {
+	defer n.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stopc:
+			return
+		case <-t.C:
+		}
+		if !n.Ready() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := n.Mgr.ReportWatermark(ctx); err != nil {
+			n.log.Debug("reporting the low watermark", "err", err)
+		}
+		cancel()
+	}
 }
 
 const (
@@ -281,6 +308,9 @@ func (n *Node) Left() <-chan struct{} { return n.Repl.Removed() }
 
 // Stop shuts the node down cleanly.
 func (n *Node) Stop() {
+	if n.stopc != nil {
+		close(n.stopc)
+	}
 	if n.http != nil {
 		n.http.close()
 	}

@@ -465,6 +465,11 @@ func (n *Node) onApplied(ws *writeset.WriteSet, out txn.Outcome) {
 	}
 	if !out.Committed && out.Rejected == nil {
 		n.core.stats.CertFailures.Add(1)
+		if out.Reason != certify.ReasonKey.String() {
+			// key conflicts are the workload's business; the others
+			// (too old, schema change) say something about the cluster
+			n.log.Info("a local transaction failed certification", "seqno", out.Seqno, "reason", out.Reason, "keys", len(ws.Keys))
+		}
 	}
 	w.ch <- out
 }

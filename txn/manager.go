@@ -87,8 +87,49 @@ type Manager struct {
 	autoMu sync.Mutex
 	auto   map[uint64]uint64 // table id -> next value this node hands out
 
+	// reportMu guards what this node last told the certification index
+	// about its open transactions (see ReportWatermark).
+	reportMu       sync.Mutex
+	reportedOrigin uint64
+	reported       uint64
+
 	// Counters for status variables.
 	Commits, Rollbacks, CertFailures, LockTimeouts, Deadlocks atomic.Uint64
+}
+
+// reportLag is how far this node's low watermark may run ahead of what it
+// last reported before ReportWatermark reports again.
+const reportLag = 1000
+
+// noteReported records that a write-set of origin carrying lastSeen was
+// sent to be ordered.
+func (m *Manager) noteReported(origin, lastSeen uint64) {
+	m.reportMu.Lock()
+	if origin != m.reportedOrigin || lastSeen > m.reported {
+		m.reportedOrigin, m.reported = origin, lastSeen
+	}
+	m.reportMu.Unlock()
+}
+
+// ReportWatermark replicates an empty write-set carrying the node's low
+// watermark when this incarnation has not reported yet or its watermark
+// moved reportLag past what it last reported. The certification index
+// prunes below the lowest LastSeen of the origins with write-sets in its
+// window (certify's horizon), so a node whose only activity is a long
+// transaction must still be counted, or that transaction fails as "too
+// old" (1213) once the other nodes' commits move the horizon past it.
+// Every node calls it periodically; it costs nothing on an idle cluster.
+func (m *Manager) ReportWatermark(ctx context.Context) error {
+	origin, low := m.cfg.Replicator.Origin(), m.LowWatermark()
+	m.reportMu.Lock()
+	due := origin != m.reportedOrigin || low >= m.reported+reportLag
+	m.reportMu.Unlock()
+	if !due {
+		return nil
+	}
+	m.noteReported(origin, low)
+	_, err := m.cfg.Replicator.Replicate(ctx, &writeset.WriteSet{ID: writeset.ID{Origin: origin, Seq: m.nextID.Add(1)}, LastSeen: low})
+	return err
 }
 
 // NewManager returns a Manager.

@@ -822,6 +822,7 @@ func (t *Txn) Commit(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	t.m.noteReported(ws.ID.Origin, ws.LastSeen)
 	out, err := t.m.cfg.Replicator.Replicate(ctx, ws)
 	if err != nil {
 		return out, err
