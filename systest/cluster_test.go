@@ -88,6 +88,7 @@ func TestBankTransfers(t *testing.T) {
 	for i := 0; i < accounts; i++ {
 		mustExec(t, db0, "INSERT INTO bank.accounts VALUES (?, ?)", i, initial)
 	}
+	awaitApplied(t, c)
 	dur := durationEnv("CERTUS_BANK_DURATION", 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), dur)
 	defer cancel()
@@ -237,6 +238,7 @@ func TestKillNodeDuringLoad(t *testing.T) {
 	c := testcluster.StartCluster(t, 3)
 	mustExec(t, c.Nodes[0].DB(""), "CREATE DATABASE k")
 	mustExec(t, c.Nodes[0].DB(""), "CREATE TABLE k.r (id BIGINT PRIMARY KEY, node INT)")
+	awaitApplied(t, c)
 	var mu sync.Mutex
 	acked := map[int64]bool{}
 	ctx, cancel := context.WithCancel(context.Background())

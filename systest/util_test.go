@@ -249,3 +249,20 @@ func equalInts(a, b []int64) bool {
 	}
 	return true
 }
+
+// awaitApplied waits until every node of c has applied what the first node
+// had applied when it was called (a DDL just run there, say), so work
+// started on the others finds it.
+func awaitApplied(t testing.TB, c *testcluster.Cluster) {
+	t.Helper()
+	var gtid string
+	if err := c.Nodes[0].DB("").QueryRow("SELECT WSREP_LAST_SEEN_GTID()").Scan(&gtid); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes[1:] {
+		var ok int
+		if err := n.DB("").QueryRow("SELECT WSREP_SYNC_WAIT_UPTO_GTID(?, 30)", gtid).Scan(&ok); err != nil {
+			t.Fatalf("%s did not apply %s: %v", n.Name, gtid, err)
+		}
+	}
+}
