@@ -130,7 +130,9 @@ func MeasureBigTxn(targets []Target, o BigTxnOpts, progress func(string)) BigTxn
 	var res BigTxnResult
 	loadDone := make(chan Result, 1)
 	start := time.Now()
-	go func() { loadDone <- sysbenchUntil(ctx, targets[0], "oltp_read_write", o.Load, o.Start+o.MaxWait+o.Tail+10*time.Second) }()
+	go func() {
+		loadDone <- sysbenchUntil(ctx, targets[0], "oltp_read_write", o.Load, o.Start+o.MaxWait+o.Tail+10*time.Second)
+	}()
 	finish := func() BigTxnResult {
 		if res.Failed != "" {
 			progress(res.Failed)

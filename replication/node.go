@@ -196,9 +196,9 @@ type Node struct {
 	appliedCh chan struct{}
 
 	ctx    context.Context // ends at Stop; ends a state transfer in progress
+	cancel context.CancelFunc
 
 	commitKnown atomic.Bool // the cluster's commit index was learned since start (see learnClusterCommit)
-	cancel context.CancelFunc
 
 	removedc    chan struct{} // closed when this node's removal applies
 	removedOnce sync.Once

@@ -192,7 +192,7 @@ func (d *Donor) stream(ctx context.Context, w *bufio.Writer, cp *checkpoint, aft
 	defer d.prog.stop()
 	start := time.Now()
 	buf := make([]byte, 0, d.cfg.ChunkBytes+4096)
-	var sent summary    // what this stream sent
+	var sent summary     // what this stream sent
 	pending := uint64(0) // pair bytes in buf
 	flush := func() error {
 		if len(buf) == 0 {
