@@ -9,8 +9,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -180,4 +183,25 @@ func Ratio(a, b float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f×", a/b)
+}
+
+// SaveCPUProfile waits wait, then fetches a CPU profile of length from the
+// /debug/pprof of the process at httpAddr and writes it to path.
+func SaveCPUProfile(httpAddr, path string, wait, length time.Duration) error {
+	time.Sleep(wait)
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", httpAddr, max(int(length.Seconds()), 1)))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }

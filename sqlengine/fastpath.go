@@ -18,7 +18,6 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/certusdb/certus/internal/fastsql"
 	"github.com/certusdb/certus/storage"
@@ -318,10 +317,7 @@ func (fc *fastCall) learnFrom(r *sqltypes.Result) {
 	if p == nil || len(r.Fields) == 0 {
 		return
 	}
-	fields := make([]*querypb.Field, len(r.Fields))
-	for i, f := range r.Fields {
-		fields[i] = proto.Clone(f).(*querypb.Field)
-	}
+	fields := cloneFields(r.Fields)
 	if len(fields) == len(p.types) {
 		p.fields.Store(&learnedFields{fields: fields, charset: fc.learnCharset})
 	}

@@ -39,6 +39,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/certusdb/certus/bench"
 )
 
 func main() {
@@ -374,30 +376,14 @@ func waitHealthy(addr string) {
 // profileAll saves a CPU profile of each target (name → HTTP address with
 // /debug/pprof) over the middle of a run of dur.
 func profileAll(targets map[string]string, dir string, dur time.Duration) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		log.Print(err)
-		return
-	}
-	time.Sleep(dur / 5)
-	secs := max(int(dur.Seconds()*3/5), 1)
 	var wg sync.WaitGroup
 	for name, addr := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs))
-			if err != nil {
+			if err := bench.SaveCPUProfile(addr, filepath.Join(dir, name+".cpu.pprof"), dur/5, dur*3/5); err != nil {
 				log.Printf("profile of %s: %v", name, err)
-				return
 			}
-			defer resp.Body.Close()
-			f, err := os.Create(filepath.Join(dir, name+".cpu.pprof"))
-			if err != nil {
-				log.Print(err)
-				return
-			}
-			defer f.Close()
-			_, _ = io.Copy(f, resp.Body)
 		}()
 	}
 	wg.Wait()

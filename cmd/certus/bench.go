@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,21 +167,7 @@ func median(rs []bench.Result) bench.Result {
 // profile saves a CPU profile of a node, skipping the first seconds of
 // the run.
 func profile(httpAddr, path string, dur time.Duration) {
-	secs := int(dur.Seconds()) - 4
-	if secs < 2 {
-		return
+	if length := dur - 4*time.Second; length >= 2*time.Second {
+		_ = bench.SaveCPUProfile(httpAddr, path, 2*time.Second, length)
 	}
-	time.Sleep(2 * time.Second)
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", httpAddr, secs))
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	_ = os.MkdirAll(filepath.Dir(path), 0o755)
-	f, err := os.Create(path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_, _ = io.Copy(f, resp.Body)
 }
