@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
@@ -645,6 +646,17 @@ func bindValue(bv *querypb.BindVariable) (any, bool) {
 		v, err := strconv.ParseUint(string(bv.Value), 10, 64)
 		return v, err == nil
 	case bv.Type == sqltypes.VarChar || bv.Type == sqltypes.Char || bv.Type == sqltypes.Text:
+		return string(bv.Value), true
+	case bv.Type == sqltypes.VarBinary || bv.Type == sqltypes.Binary || bv.Type == sqltypes.Blob:
+		// Clients send string parameters as MYSQL_TYPE_STRING, which the
+		// protocol layer hands over as binary. Assigned to a text column,
+		// valid UTF-8 converts exactly as a string does (go-mysql-server
+		// checks and converts only invalid UTF-8); anything else takes the
+		// general path. Arguments are only ever keys (integers) or values
+		// assigned to columns, and columnValue refuses binary columns.
+		if !utf8.Valid(bv.Value) {
+			return nil, false
+		}
 		return string(bv.Value), true
 	}
 	return nil, false

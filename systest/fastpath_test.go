@@ -171,6 +171,8 @@ func sqlLiteral(v any) string {
 		return "NULL"
 	case string:
 		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	case []byte:
+		return fmt.Sprintf("X'%X'", v)
 	default:
 		return fmt.Sprint(v)
 	}
@@ -439,7 +441,12 @@ func fpWrite(rng *rand.Rand) ([]string, []any) {
 	case 1:
 		return []string{"UPDATE {t} SET c = ", ", n = ", " WHERE id = ", ""}, []any{fpStrings[rng.IntN(len(fpStrings))], rng.IntN(9) - 4, id}
 	case 2:
-		return []string{"UPDATE {t} SET v = ", " WHERE u = ", ""}, []any{fpVStrings[rng.IntN(len(fpVStrings))], rng.IntN(1000)}
+		v := any(fpVStrings[rng.IntN(len(fpVStrings))])
+		if rng.IntN(4) == 0 {
+			// raw bytes: valid UTF-8, or not (an error in strict mode)
+			v = [][]byte{[]byte("é"), {0xff, 0xfe}, {'a', 0xc3}}[rng.IntN(3)]
+		}
+		return []string{"UPDATE {t} SET v = ", " WHERE u = ", ""}, []any{v, rng.IntN(1000)}
 	case 3:
 		return []string{"DELETE FROM {t} WHERE id = ", ""}, []any{id}
 	case 4:
