@@ -73,7 +73,10 @@ type fastPlan struct {
 	// ORDER BY column the scan order does not give; nil without one.
 	sort, projSort sql.SortFields
 	// agg is the aggregate of SELECT AGG(col); nil without one.
-	agg  sql.Aggregation
+	agg sql.Aggregation
+	// need marks the columns a SELECT reads (projection, ORDER BY,
+	// aggregate): scans decode only these.
+	need []bool
 	sets []fastSet // UPDATE assignments
 	ins  []int     // INSERT column ordinals
 
@@ -487,6 +490,7 @@ func newFastPlan(st *fastsql.Statement, def *storage.TableDef, cat *storage.Cata
 		if !p.planOrder(st, col) {
 			return nil, nil
 		}
+		p.reads(p.proj...)
 	case fastsql.Update:
 		for _, s := range st.Sets {
 			o := col(s.Col)
@@ -548,6 +552,7 @@ func (p *fastPlan) planOrder(st *fastsql.Statement, col func(string) int) bool {
 		order = sql.Descending
 	}
 	c := p.sch[o]
+	p.reads(o)
 	p.sort = sql.SortFields{{Column: expression.NewGetField(o, c.Type, c.Name, c.Nullable), Order: order}}
 	if st.Distinct {
 		i := slices.Index(p.proj, o)
@@ -559,12 +564,23 @@ func (p *fastPlan) planOrder(st *fastsql.Statement, col func(string) int) bool {
 	return true
 }
 
+// reads marks columns the SELECT reads.
+func (p *fastPlan) reads(ords ...int) {
+	if p.need == nil {
+		p.need = make([]bool, len(p.sch))
+	}
+	for _, o := range ords {
+		p.need[o] = true
+	}
+}
+
 // planAggregate builds SELECT AGG(col) with go-mysql-server's aggregate,
 // for numeric columns (SUM, AVG) or any column (COUNT, MIN, MAX).
 func (p *fastPlan) planAggregate(st *fastsql.Statement, col func(string) int) (*fastPlan, error) {
 	var child sql.Expression
 	if n := st.Columns[0]; n == "*" {
 		child = expression.NewStar()
+		p.reads() // COUNT(*) reads no column
 	} else {
 		o := col(n)
 		if o < 0 {
@@ -575,6 +591,7 @@ func (p *fastPlan) planAggregate(st *fastsql.Statement, col func(string) int) (*
 			return nil, nil
 		}
 		child = expression.NewGetField(o, c.Type, c.Name, c.Nullable)
+		p.reads(o)
 	}
 	switch st.Agg {
 	case "SUM":

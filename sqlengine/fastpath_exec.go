@@ -111,6 +111,7 @@ func (p *fastPlan) scanRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement,
 			return err
 		}
 		defer it.Close()
+		it.DecodeOnly(p.need)
 		for !full() {
 			_, row, ok, err := it.Next()
 			if err != nil || !ok {

@@ -258,20 +258,7 @@ func (e *DuplicateKeyError) Error() string {
 }
 
 // decodeStored decodes a stored row value (keyless-aware).
-func decodeStored(ti *TableInfo, v []byte) (sql.Row, error) {
-	if ti.Def.Keyless() {
-		_, rb, ok := SplitKeylessValue(v)
-		if !ok {
-			return nil, ErrCorruptData
-		}
-		v = rb
-	}
-	row, err := ti.Layout.DecodeRow(v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: table %s.%s: %v", ErrCorruptData, ti.Def.DB, ti.Def.Name, err)
-	}
-	return row, nil
-}
+func decodeStored(ti *TableInfo, v []byte) (sql.Row, error) { return ti.DecodeColumns(v, nil) }
 
 func (a *applier) rowOp(op *writeset.Op) error {
 	t, ok := a.cat.Table(op.TableID)
@@ -398,6 +385,24 @@ func autoIncValue(v any) (uint64, bool) {
 
 // DecodeRow decodes a stored row value of table ti.
 func (ti *TableInfo) DecodeRow(v []byte) (sql.Row, error) { return decodeStored(ti, v) }
+
+// DecodeColumns decodes the columns of a stored row value of table ti
+// that want marks by ordinal (all when want is nil); the others are nil.
+// The row never aliases v.
+func (ti *TableInfo) DecodeColumns(v []byte, want []bool) (sql.Row, error) {
+	if ti.Def.Keyless() {
+		_, rb, ok := SplitKeylessValue(v)
+		if !ok {
+			return nil, ErrCorruptData
+		}
+		v = rb
+	}
+	row := make(sql.Row, ti.Layout.Width())
+	if err := ti.Layout.DecodeSome(v, row, want); err != nil {
+		return nil, fmt.Errorf("%w: table %s.%s: %v", ErrCorruptData, ti.Def.DB, ti.Def.Name, err)
+	}
+	return row, nil
+}
 
 // StoredValue returns the stored value for a row of ti: for keyless tables
 // count copies, otherwise the row itself.

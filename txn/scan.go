@@ -31,6 +31,8 @@ type RowIter struct {
 	bufPos int
 	b      *tableBuf
 
+	want []bool // columns to decode from stored rows (nil: all)
+
 	started bool
 	pending sql.Row // keyless rows repeat count times
 	repeat  int64
@@ -97,6 +99,16 @@ func (t *Txn) scan(ctx context.Context, ti *storage.TableInfo, ii *storage.Index
 		}
 	}
 	return r, nil
+}
+
+// DecodeOnly limits the columns a snapshot scan decodes from stored rows
+// to those want marks by ordinal; the others come back nil (rows of the
+// transaction's own writes come back whole). For reads that use a few
+// columns of wide rows. Current reads decode whole rows.
+func (r *RowIter) DecodeOnly(want []bool) {
+	if r.mode == Snapshot {
+		r.want = want
+	}
 }
 
 func (r *RowIter) inRange(k []byte) bool {
@@ -215,21 +227,23 @@ func (r *RowIter) Next() (pk []byte, row sql.Row, ok bool, err error) {
 			}
 			return e.pk, e.row, true, nil
 		}
-		// a base entry
+		// a base entry; value is valid until the iterator moves, and the
+		// decoded row does not alias it
 		var rowPK, value []byte
 		if r.ii == nil {
 			rowPK = append([]byte(nil), baseKey...)
-			value = append([]byte(nil), r.it.Value()...)
+			value = r.it.Value()
 		} else {
 			rowPK = append([]byte(nil), r.it.Value()...)
 		}
-		r.advanceBase()
 		if r.b != nil {
 			if _, mine := r.b.get(rowPK); mine {
+				r.advanceBase()
 				continue // shadowed by own write, emitted from the buffer
 			}
 		}
 		row, count, found, err := r.fetch(rowPK, value)
+		r.advanceBase()
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -292,7 +306,7 @@ func (r *RowIter) fetch(pk, value []byte) (sql.Row, uint64, bool, error) {
 		}
 		count = n
 	}
-	row, err := r.ti.DecodeRow(value)
+	row, err := r.ti.DecodeColumns(value, r.want)
 	if err != nil {
 		return nil, 0, false, err
 	}

@@ -149,6 +149,23 @@ func TestRowRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// a partial decode gives the marked columns and nil elsewhere
+	want := make([]bool, len(vals))
+	for i := range want {
+		want[i] = i%3 == 1
+	}
+	some := make(sql.Row, len(vals))
+	if err := NewRowLayout(ids).DecodeSome(data, some, want); err != nil {
+		t.Fatal(err)
+	}
+	for i := range vals {
+		if !want[i] && some[i] != nil {
+			t.Fatalf("col %d not wanted but decoded: %#v", i, some[i])
+		}
+		if want[i] && !reflect.DeepEqual(some[i], got[i]) {
+			t.Fatalf("col %d: partial %#v != full %#v", i, some[i], got[i])
+		}
+	}
 	for i := range vals {
 		if d, ok := vals[i].(decimal.Decimal); ok {
 			if g := got[i].(decimal.Decimal); !d.Equal(g) || d.Exponent() != g.Exponent() {
@@ -205,6 +222,7 @@ func FuzzDecodeRow(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		layout := NewRowLayout([]uint32{0, 1, 2, 3, 4})
 		_, _ = layout.DecodeRow(data)
+		_ = layout.DecodeSome(data, make(sql.Row, 5), []bool{false, true})
 	})
 }
 

@@ -170,14 +170,17 @@ func (l *RowLayout) Width() int { return l.n }
 // from data are left nil.
 func (l *RowLayout) DecodeRow(data []byte) (sql.Row, error) {
 	row := make(sql.Row, l.n)
-	if err := l.DecodeInto(data, row); err != nil {
+	if err := l.DecodeSome(data, row, nil); err != nil {
 		return nil, err
 	}
 	return row, nil
 }
 
-// DecodeInto decodes data into row, which must have the layout's width.
-func (l *RowLayout) DecodeInto(data []byte, row sql.Row) error {
+// DecodeSome decodes data into row, which must have the layout's width:
+// only the columns whose position want marks (all when want is nil); the
+// others stay nil and cost no allocation. The whole value is still checked
+// for shape.
+func (l *RowLayout) DecodeSome(data []byte, row sql.Row, want []bool) error {
 	if len(data) < 1 || data[0] != rowVersion {
 		return ErrCorruptRow
 	}
@@ -193,21 +196,46 @@ func (l *RowLayout) DecodeInto(data []byte, row sql.Row) error {
 			return ErrCorruptRow
 		}
 		data = data[n:]
+		p := -1
+		if id < uint64(len(l.pos)) {
+			p = l.pos[id]
+		}
+		if p < 0 || (want != nil && (p >= len(want) || !want[p])) {
+			rest, err := skipValue(data)
+			if err != nil {
+				return err
+			}
+			data = rest
+			continue
+		}
 		v, rest, err := decodeValue(data)
 		if err != nil {
 			return err
 		}
 		data = rest
-		if id < uint64(len(l.pos)) {
-			if p := l.pos[id]; p >= 0 {
-				row[p] = v
-			}
-		}
+		row[p] = v
 	}
 	if len(data) != 0 {
 		return ErrCorruptRow
 	}
 	return nil
+}
+
+// skipValue returns what follows the encoded value at the start of data,
+// without building length-prefixed values.
+func skipValue(data []byte) ([]byte, error) {
+	if len(data) > 0 {
+		switch data[0] {
+		case tDecimal, tString, tBytes, tJSON, tGeometry:
+			l, n := binary.Uvarint(data[1:])
+			if n <= 0 || l > uint64(len(data)-1-n) {
+				return nil, ErrCorruptRow
+			}
+			return data[1+n+int(l):], nil
+		}
+	}
+	_, rest, err := decodeValue(data)
+	return rest, err
 }
 
 func decodeValue(data []byte) (any, []byte, error) {
