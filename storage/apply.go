@@ -20,6 +20,10 @@ type applier struct {
 	cat   *Catalog
 	b     *pebble.Batch
 	r     pebble.Reader // sees the batch's own writes when it holds schema ops
+	// seq reads the old rows of a large write-set without schema ops: its
+	// row operations come in key order per table, so one iterator stepping
+	// forward beats a point lookup each. nil for small write-sets.
+	seq *pebble.Iterator
 	auto  map[uint64]uint64
 	d     Digest // digest of the state after the batch
 }
@@ -75,6 +79,21 @@ func jsonUnmarshal(data []byte, v any) error {
 		return fmt.Errorf("%w: %v", ErrCorruptData, err)
 	}
 	return nil
+}
+
+// seqReadMin is the number of operations from which a write-set without
+// schema operations reads old rows through one iterator.
+const seqReadMin = 64
+
+// lookup returns a copy of the stored value at key.
+func (a *applier) lookup(key []byte) ([]byte, bool, error) {
+	if a.seq == nil {
+		return getCopy(a.r, key)
+	}
+	if !a.seq.SeekGE(key) || !bytes.Equal(a.seq.Key(), key) {
+		return nil, false, a.seq.Error()
+	}
+	return append([]byte(nil), a.seq.Value()...), true, nil
 }
 
 func (a *applier) apply(ws *writeset.WriteSet) error {
@@ -270,7 +289,7 @@ func (a *applier) rowOp(op *writeset.Op) error {
 		return fmt.Errorf("%w: %v", ErrApplyRejected, err)
 	}
 	key := RowKey(op.TableID, op.Key)
-	old, exists, err := getCopy(a.r, key)
+	old, exists, err := a.lookup(key)
 	if err != nil {
 		return err
 	}
@@ -284,7 +303,7 @@ func (a *applier) rowOp(op *writeset.Op) error {
 			}
 			oldCount = c
 		}
-		if oldRow, err = decodeStored(ti, old); err != nil {
+		if oldRow, err = ti.DecodeColumns(old, ti.applyCols); err != nil {
 			return err
 		}
 	}
@@ -300,7 +319,7 @@ func (a *applier) rowOp(op *writeset.Op) error {
 		}
 	}
 	if newValue != nil {
-		if newRow, err = decodeStored(ti, newValue); err != nil {
+		if newRow, err = ti.DecodeColumns(newValue, ti.applyCols); err != nil {
 			return fmt.Errorf("%w: %v", ErrApplyRejected, err)
 		}
 	}

@@ -295,7 +295,10 @@ type TableInfo struct {
 	PKCols  []codec.KeyColumn
 	Indexes []IndexInfo
 	AutoInc int // ordinal of the AUTO_INCREMENT column, or -1
-	prefix  []byte
+	// applyCols marks the columns applying a row change reads: those of
+	// usable secondary indexes and the AUTO_INCREMENT column.
+	applyCols []bool
+	prefix    []byte
 	rowsLo  []byte
 	rowsHi  []byte
 }
@@ -360,6 +363,17 @@ func newTableInfo(t *TableDef) (*TableInfo, error) {
 			ii.Cols = append(ii.Cols, kc)
 		}
 		info.Indexes = append(info.Indexes, ii)
+	}
+	info.applyCols = make([]bool, len(t.Columns))
+	for _, ii := range info.Indexes {
+		if ii.Usable {
+			for _, o := range ii.Ords {
+				info.applyCols[o] = true
+			}
+		}
+	}
+	if info.AutoInc >= 0 {
+		info.applyCols[info.AutoInc] = true
 	}
 	return info, nil
 }

@@ -355,6 +355,14 @@ func (e *Engine) Apply(seqno uint64, ws *writeset.WriteSet, extra, onReject []KV
 	} else {
 		a.b = e.db.NewBatch()
 		a.r = e.db
+		if len(ws.Ops) >= seqReadMin {
+			it, err := e.db.NewIter(nil)
+			if err != nil {
+				return ApplyResult{}, err
+			}
+			defer it.Close()
+			a.seq = it
+		}
 	}
 	defer a.b.Close()
 	if err := a.apply(ws); err != nil {

@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -913,6 +914,12 @@ func (t *Txn) writeSet(ctx context.Context) (*writeset.WriteSet, error) {
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	rows := 0
+	for _, b := range t.tables {
+		rows += b.rows.Len()
+	}
+	ws.Ops = slices.Grow(ws.Ops, rows)
+	ws.Keys = slices.Grow(ws.Keys, rows+len(t.refs))
 	t.Catalog()
 	for _, id := range ids {
 		flags := t.ddl[id]

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 )
 
 var magic = [4]byte{'C', 'W', 'S', '1'}
@@ -141,6 +142,7 @@ func (ws *WriteSet) Size() int {
 
 // Encode appends the wire form of ws to dst.
 func (ws *WriteSet) Encode(dst []byte) []byte {
+	dst = slices.Grow(dst, ws.encodedSizeBound())
 	start := len(dst)
 	dst = append(dst, magic[:]...)
 	dst = binary.AppendUvarint(dst, ws.ID.Origin)
@@ -180,6 +182,20 @@ func (ws *WriteSet) Encode(dst []byte) []byte {
 		}
 	}
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
+}
+
+// encodedSizeBound is at least the size Encode appends, so a large
+// write-set is encoded into one allocation instead of a series of copies.
+func (ws *WriteSet) encodedSizeBound() int {
+	const v = binary.MaxVarintLen64
+	n := len(magic) + 6*v + len(ws.Tables)*3*v + 4
+	for _, k := range ws.Keys {
+		n += 1 + 2*v + len(k.Key)
+	}
+	for _, op := range ws.Ops {
+		n += 1 + 4*v + len(op.Key) + len(op.Value) + len(op.Payload)
+	}
+	return n
 }
 
 func appendBytes(dst, b []byte) []byte {
