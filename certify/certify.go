@@ -229,10 +229,17 @@ func (ix *Index) Record(seqno uint64, ws *writeset.WriteSet, ok bool) {
 	ix.advance(seqno)
 }
 
+// BeginReplay starts a replay that FinishReplay will end with horizon. The
+// keys of write-sets at or below it are not recorded: no verdict can depend
+// on them (a key read below the horizon is too old), and a replay over
+// millions of rows loaded long ago would otherwise build a map of millions
+// of keys only to forget them.
+func (ix *Index) BeginReplay(horizon uint64) { ix.horizon = horizon }
+
 // Replay adds ws at seqno with a verdict decided earlier, without moving
 // the horizon. A restarting node replays the log window (the last Window
-// entries before its applied seqno) with the verdicts it stored, then calls
-// FinishReplay with the horizon it stored at that seqno.
+// entries before its applied seqno) with the verdicts it stored, between
+// BeginReplay and FinishReplay with the horizon it stored at that seqno.
 func (ix *Index) Replay(seqno uint64, ws *writeset.WriteSet, ok bool) {
 	ix.record(seqno, ws, ok)
 }
@@ -261,6 +268,9 @@ func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, ok bool) {
 	}
 	if ok {
 		origin := ws.ID.Origin
+		if seqno <= ix.horizon {
+			ws = &writeset.WriteSet{Tables: ws.Tables} // a replay below its horizon: keys are moot
+		}
 		e.keys = make([]string, len(ws.Keys))
 		for i, k := range ws.Keys {
 			s := string(k.Key)

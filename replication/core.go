@@ -312,17 +312,18 @@ func (c *Core) replayCertification(applied uint64) error {
 		start = applied - c.cfg.Cert.Window + 1
 	}
 	db := c.eng.DB()
-	err := replayCertRecords(db, start, applied, func(seqno uint64, ws *writeset.WriteSet, ok bool) {
-		c.cert.Replay(seqno, ws, ok)
-	})
-	if err != nil {
-		return err
-	}
 	horizon := uint64(0)
 	if v, ok, err := get(db, keyHorizon); err != nil {
 		return err
 	} else if ok && len(v) == 8 {
 		horizon = binary.BigEndian.Uint64(v)
+	}
+	c.cert.BeginReplay(horizon)
+	err := replayCertRecords(db, start, applied, func(seqno uint64, ws *writeset.WriteSet, ok bool) {
+		c.cert.Replay(seqno, ws, ok)
+	})
+	if err != nil {
+		return err
 	}
 	c.cert.FinishReplay(applied, horizon)
 	c.log.Info("certification index restored", "applied", applied, "replayed_from", start, "horizon", horizon, "keys", c.cert.Len())
