@@ -182,7 +182,8 @@ func MeasureBigTxn(targets []Target, o BigTxnOpts, progress func(string)) BigTxn
 
 // runBigUpdate runs the big UPDATE as one transaction on t.
 func runBigUpdate(t Target, session []string, timeout time.Duration) error {
-	db, err := Open(t)
+	db, err := openWithReadTimeout(t, timeout) // a big COMMIT may take minutes
+
 	if err != nil {
 		return err
 	}

@@ -43,10 +43,13 @@ func Spread(targets []Target, workload string, o SysbenchOpts) (per []Result, su
 }
 
 // Open opens a connection pool to t's sbtest database.
-func Open(t Target) (*sql.DB, error) {
+func Open(t Target) (*sql.DB, error) { return openWithReadTimeout(t, 60*time.Second) }
+
+// openWithReadTimeout is Open with the given wait for each answer.
+func openWithReadTimeout(t Target, read time.Duration) (*sql.DB, error) {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = t.User, t.Password, "tcp", fmt.Sprintf("%s:%d", t.Host, t.Port), "sbtest"
-	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 10*time.Second, 60*time.Second, 60*time.Second
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 10*time.Second, read, 60*time.Second
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
