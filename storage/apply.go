@@ -23,9 +23,9 @@ type applier struct {
 	// seq reads the old rows of a large write-set without schema ops: its
 	// row operations come in key order per table, so one iterator stepping
 	// forward beats a point lookup each. nil for small write-sets.
-	seq *pebble.Iterator
-	auto  map[uint64]uint64
-	d     Digest // digest of the state after the batch
+	seq  *pebble.Iterator
+	auto map[uint64]uint64
+	d    Digest // digest of the state after the batch
 }
 
 // set writes key=val, keeping the digest; old is the previous value when

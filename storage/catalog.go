@@ -299,8 +299,8 @@ type TableInfo struct {
 	// usable secondary indexes and the AUTO_INCREMENT column.
 	applyCols []bool
 	prefix    []byte
-	rowsLo  []byte
-	rowsHi  []byte
+	rowsLo    []byte
+	rowsHi    []byte
 }
 
 // IndexInfo is the derived key encoding of one secondary index.
