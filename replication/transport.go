@@ -672,7 +672,9 @@ func (p *peer) stream(c net.Conn) {
 				p.t.log.Error("cannot marshal raft message", "err", err)
 				break
 			}
-			_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			// a message carrying a huge write-set gets time for its size
+			// (at 10 MB/s at least) before the connection counts as dead
+			_ = c.SetWriteDeadline(time.Now().Add(10*time.Second + time.Duration(len(data))*time.Second/(10<<20)))
 			if err := frame.Write(w, frameRaft, data); err != nil {
 				return
 			}

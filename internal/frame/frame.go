@@ -32,10 +32,26 @@ func Append(dst []byte, typ byte, payload []byte) []byte {
 	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start+4:], castagnoli))
 }
 
-// Write writes one frame to w.
+// Write writes one frame to w. A payload over a few KiB is written as it
+// is, not copied into the frame first (a raft message may carry a write-set
+// of a hundred megabytes); give w a buffer to keep the writes few.
 func Write(w io.Writer, typ byte, payload []byte) error {
-	_, err := w.Write(Append(make([]byte, 0, 9+len(payload)), typ, payload))
-	return err
+	if len(payload) <= 4<<10 {
+		_, err := w.Write(Append(make([]byte, 0, 9+len(payload)), typ, payload))
+		return err
+	}
+	var hdr [5]byte
+	binary.BigEndian.PutUint32(hdr[:4], uint32(1+len(payload)))
+	hdr[4] = typ
+	crc := crc32.Update(crc32.Checksum(hdr[4:], castagnoli), castagnoli, payload)
+	var trailer [4]byte
+	binary.BigEndian.PutUint32(trailer[:], crc)
+	for _, b := range [][]byte{hdr[:], payload, trailer[:]} {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Read reads one frame from r and returns its type and payload.
