@@ -360,12 +360,20 @@ func (e *Engine) Apply(seqno uint64, ws *writeset.WriteSet, extra, onReject []KV
 			if err != nil {
 				return ApplyResult{}, err
 			}
-			defer it.Close()
 			a.seq = it
 		}
 	}
 	defer a.b.Close()
-	if err := a.apply(ws); err != nil {
+	err := a.apply(ws)
+	if a.seq != nil {
+		// the reads are done: the iterator must not pin memtables while
+		// the (possibly huge) batch commits
+		if cerr := a.seq.Close(); err == nil {
+			err = cerr
+		}
+		a.seq = nil
+	}
+	if err != nil {
 		if errors.Is(err, ErrApplyRejected) {
 			b := e.db.NewBatch()
 			defer b.Close()
