@@ -268,11 +268,12 @@ func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, ok bool) {
 	}
 	if ok {
 		origin := ws.ID.Origin
+		keys := ws.Keys
 		if seqno <= ix.horizon {
-			ws = &writeset.WriteSet{Tables: ws.Tables} // a replay below its horizon: keys are moot
+			keys = nil // a replay below its horizon: keys are moot
 		}
-		e.keys = make([]string, len(ws.Keys))
-		for i, k := range ws.Keys {
+		e.keys = make([]string, len(keys))
+		for i, k := range keys {
 			s := string(k.Key)
 			e.keys[i] = s
 			w := ix.keys[s]

@@ -224,7 +224,7 @@ func (a *applier) buildIndex(c *Catalog, tableID uint64, indexID uint32) error {
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
 		pk := append([]byte(nil), it.Key()[len(lo):]...)
-		row, err := decodeStored(ti, it.Value())
+		row, err := ti.DecodeRow(it.Value())
 		if err != nil {
 			return err
 		}
@@ -275,9 +275,6 @@ type DuplicateKeyError struct {
 func (e *DuplicateKeyError) Error() string {
 	return fmt.Sprintf("duplicate entry for key '%s.%s'", e.Table, e.Index)
 }
-
-// decodeStored decodes a stored row value (keyless-aware).
-func decodeStored(ti *TableInfo, v []byte) (sql.Row, error) { return ti.DecodeColumns(v, nil) }
 
 func (a *applier) rowOp(op *writeset.Op) error {
 	t, ok := a.cat.Table(op.TableID)
@@ -403,7 +400,7 @@ func autoIncValue(v any) (uint64, bool) {
 }
 
 // DecodeRow decodes a stored row value of table ti.
-func (ti *TableInfo) DecodeRow(v []byte) (sql.Row, error) { return decodeStored(ti, v) }
+func (ti *TableInfo) DecodeRow(v []byte) (sql.Row, error) { return ti.DecodeColumns(v, nil) }
 
 // DecodeColumns decodes the columns of a stored row value of table ti
 // that want marks by ordinal (all when want is nil); the others are nil.

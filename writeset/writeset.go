@@ -128,21 +128,24 @@ type WriteSet struct {
 	Ops      []Op
 }
 
-// Size is the approximate encoded size in bytes.
+// Size is an upper bound of the encoded size in bytes; Encode reserves it,
+// so a large write-set is encoded into one allocation instead of a series
+// of copies.
 func (ws *WriteSet) Size() int {
-	n := 64 + 24*len(ws.Tables)
+	const v = binary.MaxVarintLen64
+	n := len(magic) + 6*v + len(ws.Tables)*3*v + 4
 	for _, k := range ws.Keys {
-		n += len(k.Key) + 12
+		n += 1 + 2*v + len(k.Key)
 	}
 	for _, op := range ws.Ops {
-		n += len(op.Key) + len(op.Value) + len(op.Payload) + 24
+		n += 1 + 4*v + len(op.Key) + len(op.Value) + len(op.Payload)
 	}
 	return n
 }
 
 // Encode appends the wire form of ws to dst.
 func (ws *WriteSet) Encode(dst []byte) []byte {
-	dst = slices.Grow(dst, ws.encodedSizeBound())
+	dst = slices.Grow(dst, ws.Size())
 	start := len(dst)
 	dst = append(dst, magic[:]...)
 	dst = binary.AppendUvarint(dst, ws.ID.Origin)
@@ -182,20 +185,6 @@ func (ws *WriteSet) Encode(dst []byte) []byte {
 		}
 	}
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
-}
-
-// encodedSizeBound is at least the size Encode appends, so a large
-// write-set is encoded into one allocation instead of a series of copies.
-func (ws *WriteSet) encodedSizeBound() int {
-	const v = binary.MaxVarintLen64
-	n := len(magic) + 6*v + len(ws.Tables)*3*v + 4
-	for _, k := range ws.Keys {
-		n += 1 + 2*v + len(k.Key)
-	}
-	for _, op := range ws.Ops {
-		n += 1 + 4*v + len(op.Key) + len(op.Value) + len(op.Payload)
-	}
-	return n
 }
 
 func appendBytes(dst, b []byte) []byte {

@@ -34,7 +34,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 		t.Fatalf("Encode dropped dst's contents")
 	}
 	data = data[len("prefix"):]
-	if n := ws.encodedSizeBound(); n < len(data) {
+	if n := ws.Size(); n < len(data) {
 		t.Fatalf("size bound %d below the encoded size %d", n, len(data))
 	}
 	if !IsWriteSet(data) {
