@@ -23,6 +23,7 @@
 package certify
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/certusdb/certus/writeset"
@@ -38,11 +39,18 @@ type Config struct {
 	// MaxKeys bounds the number of keys the index holds. When exceeded the
 	// horizon advances (deterministically) until it fits.
 	MaxKeys int
+	// BulkKeys is the number of keys of one table above which a write-set
+	// is recorded as one write to the whole table: a later write-set from
+	// another origin conflicts with it on any key of that table read
+	// before it. A million-row write-set then costs no map entry per row
+	// (seconds of apply-stage time to insert and later prune, while every
+	// later commit waits). Like Window, it must be equal on all members.
+	BulkKeys int
 }
 
 // Defaults returns the default configuration.
 func Defaults() Config {
-	return Config{Window: 100_000, MaxKeys: 4_000_000}
+	return Config{Window: 100_000, MaxKeys: 4_000_000, BulkKeys: 10_000}
 }
 
 // Reason says why a write-set failed certification.
@@ -110,7 +118,17 @@ func (w *writer) latestNotBy(o uint64) uint64 {
 
 type tableState struct {
 	writes writer
+	bulk   writer // write-sets with more than BulkKeys keys in the table
 	ddl    uint64
+}
+
+// tableOf is the table id a certification key starts with (row and
+// unique keys both do); ok is false for a key too short to name one.
+func tableOf(key []byte) (uint64, bool) {
+	if len(key) < 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(key), true
 }
 
 // entry is what the index keeps of one certified write-set for pruning and
@@ -133,6 +151,9 @@ type Index struct {
 	pruned  int     // log[:pruned] are at or below the horizon and forgotten
 	horizon uint64
 	last    uint64
+	// bulkTables counts tables that ever had a bulk write; while 0, Certify
+	// skips the per-key table lookup
+	bulkTables int
 	// origins maps an origin to the count of its write-sets in log, and its
 	// latest LastSeen.
 	origins map[uint64]*originState
@@ -150,6 +171,9 @@ func New(cfg Config) *Index {
 	}
 	if cfg.MaxKeys == 0 {
 		cfg.MaxKeys = Defaults().MaxKeys
+	}
+	if cfg.BulkKeys == 0 {
+		cfg.BulkKeys = Defaults().BulkKeys
 	}
 	return &Index{
 		cfg:     cfg,
@@ -207,9 +231,24 @@ func (ix *Index) check(ws *writeset.WriteSet) Verdict {
 			return Verdict{Reason: ReasonTable, Conflict: ts.writes.seq}
 		}
 	}
+	var lastTable uint64
+	var lastBulk *writer
 	for _, k := range ws.Keys {
 		if k.Pos < ix.horizon {
 			return Verdict{Reason: ReasonTooOld}
+		}
+		if ix.bulkTables > 0 {
+			if id, ok := tableOf(k.Key); ok {
+				if lastBulk == nil || id != lastTable {
+					lastTable, lastBulk = id, &writer{}
+					if ts := ix.tables[id]; ts != nil {
+						lastBulk = &ts.bulk
+					}
+				}
+				if s := lastBulk.latestNotBy(origin); s > k.Pos {
+					return Verdict{Reason: ReasonKey, Conflict: s}
+				}
+			}
 		}
 		w := ix.keys[string(k.Key)]
 		if w == nil {
@@ -272,10 +311,29 @@ func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, ok bool) {
 		if seqno <= ix.horizon {
 			keys = nil // a replay below its horizon: keys are moot
 		}
-		e.keys = make([]string, len(keys))
-		for i, k := range keys {
+		bulk := ix.bulkOf(keys)
+		for id := range bulk {
+			ts := ix.tables[id]
+			if ts == nil {
+				ts = &tableState{}
+				ix.tables[id] = ts
+			}
+			if ts.bulk.seq == 0 {
+				ix.bulkTables++
+			}
+			ts.bulk.record(seqno, origin)
+		}
+		if bulk == nil {
+			e.keys = make([]string, 0, len(keys))
+		}
+		for _, k := range keys {
+			if bulk != nil {
+				if id, ok := tableOf(k.Key); ok && bulk[id] {
+					continue
+				}
+			}
 			s := string(k.Key)
-			e.keys[i] = s
+			e.keys = append(e.keys, s)
 			w := ix.keys[s]
 			if w == nil {
 				w = &writer{}
@@ -305,6 +363,30 @@ func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, ok bool) {
 		os.lastSeen = ws.LastSeen
 	}
 	ix.log = append(ix.log, e)
+}
+
+// bulkOf returns the tables in which keys has more than BulkKeys keys, or
+// nil.
+func (ix *Index) bulkOf(keys []writeset.Key) map[uint64]bool {
+	if len(keys) <= ix.cfg.BulkKeys {
+		return nil
+	}
+	n := map[uint64]int{}
+	for _, k := range keys {
+		if id, ok := tableOf(k.Key); ok {
+			n[id]++
+		}
+	}
+	var bulk map[uint64]bool
+	for id, c := range n {
+		if c > ix.cfg.BulkKeys {
+			if bulk == nil {
+				bulk = map[uint64]bool{}
+			}
+			bulk[id] = true
+		}
+	}
+	return bulk
 }
 
 // Skip notes a log position that carried no write-set (a configuration

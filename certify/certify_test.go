@@ -1,6 +1,7 @@
 package certify
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -87,5 +88,57 @@ func TestReplayRebuildsTheIndex(t *testing.T) {
 	}
 	if conflicts == 0 {
 		t.Fatalf("no conflicts in any log: the test does not exercise verdicts")
+	}
+}
+
+// TestBulkWriteConflictsOnTheWholeTable certifies a write-set with more
+// than BulkKeys keys in table 1: the index holds none of them, yet a later
+// write-set of another origin that read any key of table 1 before it
+// fails, while its own origin, other tables and later readers pass; a
+// replayed index decides alike.
+func TestBulkWriteConflictsOnTheWholeTable(t *testing.T) {
+	key := func(table uint64, i int) []byte {
+		return fmt.Appendf(binary.BigEndian.AppendUint64(nil, table), "k%d", i)
+	}
+	cfg := Config{Window: 1000, MaxKeys: 1000, BulkKeys: 10}
+	bulk := &writeset.WriteSet{ID: writeset.ID{Origin: 1, Seq: 1}, LastSeen: 1,
+		Tables: []writeset.Table{{ID: 1, SchemaPos: 1}, {ID: 2, SchemaPos: 1}}}
+	for i := range 11 {
+		bulk.Keys = append(bulk.Keys, writeset.Key{Kind: writeset.KeyRow, Key: key(1, i), Pos: 1})
+	}
+	bulk.Keys = append(bulk.Keys, writeset.Key{Kind: writeset.KeyRow, Key: key(2, 0), Pos: 1})
+	live := New(cfg)
+	live.Skip(1)
+	if v := live.Certify(2, bulk); !v.OK {
+		t.Fatalf("bulk write-set: %+v", v)
+	}
+	if live.Len() != 1 {
+		t.Fatalf("index holds %d keys, want only table 2's one", live.Len())
+	}
+	replayed := New(cfg)
+	replayed.ReplaySkip(1)
+	replayed.Replay(2, bulk, true)
+	replayed.FinishReplay(2, 1)
+	one := func(origin, seq, table uint64, i int, pos uint64) *writeset.WriteSet {
+		return &writeset.WriteSet{ID: writeset.ID{Origin: origin, Seq: seq}, LastSeen: 1,
+			Tables: []writeset.Table{{ID: table, SchemaPos: 1}},
+			Keys:   []writeset.Key{{Kind: writeset.KeyRow, Key: key(table, i), Pos: pos}}}
+	}
+	for i, c := range []struct {
+		ws   *writeset.WriteSet
+		want Reason
+	}{
+		{one(2, 1, 1, 500, 1), ReasonKey},  // a row the bulk write may have written, read before it
+		{one(2, 2, 1, 3, 1), ReasonKey},    // a row it wrote
+		{one(1, 2, 1, 3, 1), ReasonNone},   // its own origin
+		{one(2, 3, 3, 3, 1), ReasonNone},   // another table
+		{one(2, 4, 1, 500, 2), ReasonNone}, // read after it
+		{one(2, 5, 2, 0, 1), ReasonKey},    // table 2's key is an ordinary one
+	} {
+		seq := uint64(3 + i)
+		a, b := live.Certify(seq, c.ws), replayed.Certify(seq, c.ws)
+		if a.Reason != c.want || a != b {
+			t.Errorf("case %d: live %+v, replayed %+v, want reason %v", i, a, b, c.want)
+		}
 	}
 }
