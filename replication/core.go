@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -61,6 +63,10 @@ type CoreConfig struct {
 	// Galera's garbd): it keeps the raft log, takes part in elections and
 	// commits, and hands leadership to a data member when it gets it.
 	Arbitrator bool
+	// PrepareAheadBytes is the size from which a write-set's batch is
+	// built as soon as its entry reaches this node's log, by whoever calls
+	// PrepareAhead, instead of in its turn on the apply stage (0: never).
+	PrepareAheadBytes int
 	// Context ends a state transfer in progress when the node stops.
 	Context context.Context
 	// Logger receives the core's log (default slog.Default()).
@@ -70,6 +76,16 @@ type CoreConfig struct {
 	// applied. A second copy of an already decided write-set is not
 	// reported.
 	OnApplied func(ws *writeset.WriteSet, out txn.Outcome)
+	// Now reads the clock, only to log where a slow apply's time went
+	// (nil: never logged). No decision of the core depends on it.
+	Now func() time.Time
+	// OnLogged is called, on the goroutine driving the core, for every
+	// write-set appended to this node's raft log, with the term of its
+	// entry. A proposer that never sees its write-set logged knows the
+	// proposal was lost (raft drops proposals without telling, e.g. a
+	// forwarded one on a broken connection) and proposes it again; one
+	// logged in the current term can only be replaced by a later leader.
+	OnLogged func(id writeset.ID, term uint64)
 	// OnReadState is called for every answered ReadIndex request.
 	OnReadState func(rs raft.ReadState)
 	// OnMembers is called after a configuration change with the members
@@ -123,7 +139,12 @@ type Core struct {
 	// apply never delays raft's ticks, heartbeats and log writes.
 	applyMu sync.Mutex // held while an entry is applied (and by a state transfer)
 	qmu     sync.Mutex
-	queue   []queued // committed entries not applied yet, in log order
+	// big write-sets prepared ahead of the apply stage, by log index, and
+	// those no PrepareAhead took yet
+	aheadMu  sync.Mutex
+	ahead    map[uint64]*aheadJob
+	aheadNew []*aheadJob
+	queue    []queued // committed entries not applied yet, in log order
 
 	stats Stats
 }
@@ -170,6 +191,7 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		promoting: map[uint64]uint64{},
 		members:   map[uint64]Member{},
 		snapSent:  map[uint64]snapSent{},
+		ahead:     map[uint64]*aheadJob{},
 	}
 	logs.setSnapshotter(c.snapshot)
 	if cfg.Joiner != nil {
@@ -370,11 +392,14 @@ func (c *Core) Step(m *pb.Message) {
 
 // Propose proposes an encoded write-set. A proposal may be dropped (no
 // leader, a leader change); the proposer learns the outcome only from the
-// committed stream.
-func (c *Core) Propose(data []byte) {
-	if err := c.raw.Propose(data); err != nil {
+// committed stream. An error means this node dropped it at once (it knows
+// no leader, or leadership is being transferred).
+func (c *Core) Propose(data []byte) error {
+	err := c.raw.Propose(data)
+	if err != nil {
 		c.log.Debug("proposal dropped", "err", err)
 	}
+	return err
 }
 
 // ProposeConfChange proposes a configuration change.
@@ -420,6 +445,14 @@ func (c *Core) Process() ([]*pb.Message, error) {
 		}
 		if err := c.logs.Save(rd.Entries, rd.HardState, rd.MustSync && c.cfg.SyncLog); err != nil {
 			return out, err
+		}
+		c.noteAppended(rd.Entries)
+		if c.cfg.OnLogged != nil {
+			for _, e := range rd.Entries {
+				if id, ok := writeset.PeekID(e.GetData()); ok && e.GetType() == pb.EntryNormal {
+					c.cfg.OnLogged(id, e.GetTerm())
+				}
+			}
 		}
 		out = append(out, rd.Messages...)
 		var snapsSent []*pb.Message
@@ -553,7 +586,7 @@ func (c *Core) applyEntry(q queued) error {
 	var err error
 	switch e.GetType() {
 	case pb.EntryNormal:
-		err = c.applyNormal(idx, e.GetData())
+		err = c.applyNormal(idx, e)
 	case pb.EntryConfChange, pb.EntryConfChangeV2:
 		err = c.applyConfChange(idx, e, q.cs)
 	default:
@@ -566,7 +599,20 @@ func (c *Core) applyEntry(q queued) error {
 	return err
 }
 
-func (c *Core) applyNormal(idx uint64, data []byte) error {
+// now reads Config.Now, or gives the zero time without one.
+func (c *Core) now() time.Time {
+	if c.cfg.Now == nil {
+		return time.Time{}
+	}
+	return c.cfg.Now()
+}
+
+// slowApply is the apply time from which a write-set is logged with where
+// its time went.
+const slowApply = time.Second
+
+func (c *Core) applyNormal(idx uint64, e *pb.Entry) error {
+	data := e.GetData()
 	if c.cfg.Arbitrator {
 		return c.eng.MarkApplied(idx, nil) // the order is all it keeps
 	}
@@ -574,20 +620,44 @@ func (c *Core) applyNormal(idx uint64, data []byte) error {
 		c.cert.Skip(idx)
 		return c.eng.MarkApplied(idx, []storage.KV{c.horizonKV()})
 	}
-	ws, err := writeset.Decode(data)
+	start := c.now()
+	job := c.takeAhead(e)
+	var ws *writeset.WriteSet
+	var err error
+	if job != nil && job.ws != nil {
+		ws = job.ws
+	} else {
+		ws, err = writeset.Decode(data)
+	}
 	if err != nil {
 		c.log.Error("skipping corrupt log entry", "seqno", idx, "err", err)
 		c.cert.Skip(idx)
 		return c.eng.MarkApplied(idx, []storage.KV{c.horizonKV()})
 	}
+	decoded := c.now()
 	v := c.cert.Certify(idx, ws)
+	certified := c.now()
 	out := txn.Outcome{Seqno: idx}
 	if v.OK {
 		extra := []storage.KV{c.horizonKV(), certRecordKV(idx, ws, VerdictCommitted)}
 		onReject := []storage.KV{c.horizonKV(), certRecordKV(idx, ws, VerdictRejected)}
-		res, err := c.eng.Apply(idx, ws, extra, onReject)
+		var res storage.ApplyResult
+		if job != nil && job.p != nil {
+			res, err = c.eng.ApplyPrepared(idx, job.p, extra, onReject)
+			job.p = nil
+		} else {
+			if job != nil && job.err != nil && !errors.Is(job.err, errNotPrepared) {
+				return fmt.Errorf("prepare seqno %d: %w", idx, job.err)
+			}
+			res, err = c.eng.Apply(idx, ws, extra, onReject)
+		}
 		if err != nil {
 			return fmt.Errorf("apply seqno %d: %w", idx, err)
+		}
+		if done := c.now(); done.Sub(start) > slowApply && c.cfg.Now != nil {
+			c.log.Info("slow apply: later commits waited for this write-set", "seqno", idx, "bytes", len(data), "ops", len(ws.Ops),
+				"prepared_ahead", job != nil && job.err == nil, "decode", decoded.Sub(start).Round(time.Millisecond),
+				"certify", certified.Sub(decoded).Round(time.Millisecond), "apply", done.Sub(certified).Round(time.Millisecond))
 		}
 		if res.Rejected != nil {
 			// every node refuses it alike; it stays recorded as certified
@@ -596,6 +666,9 @@ func (c *Core) applyNormal(idx uint64, data []byte) error {
 			out.Committed = true
 		}
 	} else {
+		if job != nil {
+			job.discard()
+		}
 		out.Reason = v.Reason.String()
 		if v.Reason != certify.ReasonDuplicate {
 			c.stats.CertFailuresAll.Add(1)

@@ -182,6 +182,8 @@ type Node struct {
 	stopc    chan struct{}
 	done     chan struct{}
 	applied  chan struct{} // closed when the apply stage ends
+	aheadc   chan struct{} // wakes prepareLoop
+	prepared chan struct{} // closed when prepareLoop ends
 
 	mu      sync.Mutex
 	waiters map[writeset.ID]*waiter
@@ -209,6 +211,11 @@ type waiter struct {
 	data     []byte
 	proposed time.Time
 	term     uint64
+	// logged is the term of the entry that put the write-set in this
+	// node's raft log since it was last proposed; 0 while it is not there.
+	logged uint64
+	// dropped is set when this node dropped the proposal at once.
+	dropped bool
 	// commitAt is the commit index when the write-set was first proposed.
 	commitAt uint64
 	// lost is closed when the node gives up on the write-set's outcome.
@@ -250,6 +257,8 @@ func Start(cfg Config) (*Node, error) {
 		readc:     make(chan struct{}, 1),
 		applyc:    make(chan struct{}, 1),
 		applied:   make(chan struct{}),
+		aheadc:    make(chan struct{}, 1),
+		prepared:  make(chan struct{}),
 		stopc:     make(chan struct{}),
 		done:      make(chan struct{}),
 		waiters:   map[writeset.ID]*waiter{},
@@ -265,7 +274,7 @@ func Start(cfg Config) (*Node, error) {
 		Self: cfg.Self, ClusterName: cfg.ClusterName, Engine: cfg.Engine, Bootstrap: bootstrap,
 		ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks, SyncLog: cfg.SyncLog,
 		Cert: cfg.Cert, LogRetentionBytes: cfg.LogRetentionBytes, Joiner: cfg.Joiner, Arbitrator: cfg.Arbitrator, Context: n.ctx, Logger: cfg.Logger,
-		OnApplied: n.onApplied, OnReadState: n.finishRead, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
+		PrepareAheadBytes: prepareAheadBytes, Now: time.Now, OnApplied: n.onApplied, OnLogged: n.onLogged, OnReadState: n.finishRead, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
 	})
 	if err != nil {
 		n.cancel()
@@ -277,6 +286,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	go n.run()
 	go n.applyLoop()
+	go n.prepareLoop()
 	go n.learnClusterCommit()
 	if !cfg.SyncLog {
 		go n.syncLoop()
@@ -330,6 +340,8 @@ func (n *Node) Stop() {
 	n.cancel()
 	<-n.done
 	<-n.applied
+	<-n.prepared
+	n.core.dropAhead()
 }
 
 // Origin implements txn.Replicator.
@@ -362,11 +374,11 @@ func (n *Node) run() {
 			n.core.Tick()
 			n.tickChecks()
 		case data := <-n.propc:
-			n.core.Propose(data)
+			n.propose(data)
 			for more := true; more; {
 				select {
 				case data := <-n.propc:
-					n.core.Propose(data)
+					n.propose(data)
 				default:
 					more = false
 				}
@@ -400,6 +412,12 @@ func (n *Node) run() {
 		if n.core.ApplyQueue() > 0 {
 			select {
 			case n.applyc <- struct{}{}:
+			default:
+			}
+		}
+		if n.core.aheadWaiting() {
+			select {
+			case n.aheadc <- struct{}{}:
 			default:
 			}
 		}
@@ -452,6 +470,57 @@ func (n *Node) applyLoop() {
 			}
 		}
 	}
+}
+
+// propose proposes a local write-set; one this node drops at once (it
+// knows no leader at the moment) is proposed again at the next tick.
+func (n *Node) propose(data []byte) {
+	if n.core.Propose(data) == nil {
+		return
+	}
+	if id, ok := writeset.PeekID(data); ok {
+		n.mu.Lock()
+		if w := n.waiters[id]; w != nil {
+			w.dropped = true
+		}
+		n.mu.Unlock()
+	}
+}
+
+// prepareAheadBytes is the write-set size from which a node builds its
+// batch as soon as it reaches the log (Core.PrepareAhead).
+const prepareAheadBytes = 1 << 20
+
+// prepareLoop prepares big write-sets ahead of the apply stage, so that
+// their apply only commits a ready batch.
+func (n *Node) prepareLoop() {
+	defer close(n.prepared)
+	pause := func() bool {
+		select {
+		case <-n.stopc:
+			return false
+		case <-time.After(time.Millisecond):
+			return true
+		}
+	}
+	for {
+		select {
+		case <-n.aheadc:
+		case <-n.stopc:
+			return
+		}
+		for n.core.PrepareAhead(pause) {
+		}
+	}
+}
+
+// onLogged notes that a local write-set reached this node's raft log.
+func (n *Node) onLogged(id writeset.ID, term uint64) {
+	n.mu.Lock()
+	if w := n.waiters[id]; w != nil {
+		w.logged = term
+	}
+	n.mu.Unlock()
 }
 
 // onApplied answers the local transaction waiting for ws, if any.

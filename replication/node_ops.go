@@ -69,6 +69,14 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 	}
 }
 
+// proposalTimeout is how long a proposal of size bytes may take to reach
+// the raft log before it counts as lost: an election timeout, plus time to
+// forward, persist and send back a big write-set at 2 MB/s (a busy 2-core
+// node took over 6 s for 60 MB; proposing it again then only adds load).
+func proposalTimeout(election time.Duration, size int) time.Duration {
+	return election + time.Duration(size)*time.Second/(2<<20)
+}
+
 func (n *Node) electionTimeout() time.Duration {
 	return n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks)
 }
@@ -83,16 +91,22 @@ func (n *Node) abandon(id writeset.ID) {
 	n.rotateOrigin()
 }
 
-// tickChecks re-proposes write-sets that may have been dropped in a leader
-// change: still unanswered after an election timeout, proposed in an
-// earlier term. Certification drops a second copy.
+// tickChecks re-proposes write-sets whose proposal may have been dropped:
+// dropped by this node at once (no leader known), or still unanswered
+// after proposalTimeout and either proposed in an earlier term (a leader
+// change may have dropped or overwritten it) or never seen in this node's
+// raft log (raft drops a proposal without telling, e.g. a forwarded one on
+// a connection that broke). Certification drops a second copy.
 func (n *Node) tickChecks() {
 	term, committed, horizon := n.core.Term(), n.core.Committed(), n.core.ReproposeHorizon()
 	n.mu.Lock()
 	var again [][]byte
 	for id, w := range n.waiters {
-		if w.term >= term || time.Since(w.proposed) <= n.electionTimeout() {
+		if !w.dropped && time.Since(w.proposed) <= proposalTimeout(n.electionTimeout(), len(w.data)) {
 			continue
+		}
+		if w.term >= term && w.logged != 0 {
+			continue // in the log in this term: it commits
 		}
 		if committed > w.commitAt+horizon {
 			// too late to propose it again safely: give up on it
@@ -100,13 +114,16 @@ func (n *Node) tickChecks() {
 			close(w.lost)
 			continue
 		}
-		w.term = term
+		if w.logged == 0 && !w.dropped {
+			n.log.Warn("proposing a write-set again: it never reached the raft log", "id", id.String(), "bytes", len(w.data))
+		}
+		w.term, w.logged, w.dropped = term, 0, false
 		w.proposed = time.Now()
 		again = append(again, w.data)
 	}
 	n.mu.Unlock()
 	for _, d := range again {
-		n.core.Propose(d)
+		n.propose(d)
 	}
 	n.checkReadTimeout()
 }

@@ -143,6 +143,7 @@ func (c *Core) installSnapshot(snap *pb.Snapshot) error {
 	c.qmu.Lock()
 	c.queue = nil
 	c.qmu.Unlock()
+	c.dropAhead()
 	md := snap.GetMetadata()
 	var sd snapshotData
 	if err := json.Unmarshal(snap.GetData(), &sd); err != nil {

@@ -676,6 +676,7 @@ func (p *peer) stream(c net.Conn) {
 			// (at 10 MB/s at least) before the connection counts as dead
 			_ = c.SetWriteDeadline(time.Now().Add(10*time.Second + time.Duration(len(data))*time.Second/(10<<20)))
 			if err := frame.Write(w, frameRaft, data); err != nil {
+				p.broken(err, len(data))
 				return
 			}
 			if n := p.t.node.Load(); n != nil && m.GetType() == pb.MsgApp {
@@ -689,7 +690,20 @@ func (p *peer) stream(c net.Conn) {
 			break
 		}
 		if err := w.Flush(); err != nil {
+			p.broken(err, 0)
 			return
 		}
 	}
+}
+
+// broken logs a connection that failed while sending: raft messages were
+// lost with it (raft sends again; a lost proposal is proposed again by its
+// origin).
+func (p *peer) broken(err error, size int) {
+	select {
+	case <-p.done:
+		return // stopping
+	default:
+	}
+	p.t.log.Warn("connection to peer broke while sending", "peer", fmt.Sprintf("%016x", p.id), "addr", p.addr, "message_bytes", size, "err", err)
 }

@@ -492,10 +492,11 @@ func (n *node) open() error {
 		ClusterUUID: fmt.Sprintf("sim-%d", n.w.cfg.Seed), SyncLog: true,
 		Cert:              certify.Config{Window: n.w.cfg.CertWindow, MaxKeys: 1 << 20},
 		LogRetentionBytes: n.w.cfg.LogRetention,
+		PrepareAheadBytes: 1, // every write-set takes the prepared path, in its turn
 		Joiner:            n.joiner,
 		Context:           n.transferCtx,
 		Logger:            n.w.log,
-		OnApplied:         n.onApplied, OnReadState: n.onReadState, OnTransferred: n.onTransferred,
+		OnApplied:         n.onApplied, OnLogged: n.onLogged, OnReadState: n.onReadState, OnTransferred: n.onTransferred,
 	})
 	if err == nil {
 		err = core.FinishPendingTransfer()
@@ -567,6 +568,13 @@ func (n *node) pendingWork() bool { return len(n.pending) > 0 || len(n.reads) > 
 
 // onApplied checks every applied write-set against what the other nodes
 // decided at the same seqno and answers local clients.
+// onLogged notes that a pending write-set of this node reached its log.
+func (n *node) onLogged(id writeset.ID, term uint64) {
+	if o := n.pending[id]; o != nil {
+		o.logged = true
+	}
+}
+
 func (n *node) onApplied(ws *writeset.WriteSet, out txn.Outcome) {
 	w := n.w
 	s := out.Seqno

@@ -39,6 +39,7 @@ type op struct {
 	keys      []string // row locks held
 	pos       uint64   // read position of the write-set's keys
 	term      uint64   // raft term when last proposed
+	logged    bool     // in the node's raft log since last proposed
 	commitAt  uint64   // commit index at the first proposal
 	firstAt   int64
 	lastAt    int64
@@ -59,7 +60,7 @@ type client struct {
 
 // Timeouts, in ticks.
 const (
-	reproposeTicks = 40  // re-propose a write-set unanswered this long after a term change
+	reproposeTicks = 40  // re-propose a write-set unanswered this long after a term change or never logged
 	abandonTicks   = 400 // give up on a write-set's outcome
 	readTicks      = 200 // give up on a causal read
 	setupTicks     = 30  // re-propose the schema
@@ -83,8 +84,8 @@ func (c *client) step() {
 			n.incarnation++
 			n.origin = n.id<<32 | uint64(n.incarnation)
 			w.event("n%d abandons %v, new origin %x", n.id, o.ws.ID, n.origin)
-		case w.tick-o.lastAt > reproposeTicks && n.core.Term() > o.term:
-			o.term, o.lastAt = n.core.Term(), w.tick
+		case w.tick-o.lastAt > reproposeTicks && (n.core.Term() > o.term || !o.logged):
+			o.term, o.lastAt, o.logged = n.core.Term(), w.tick, false
 			n.core.Propose(o.data)
 			w.event("n%d re-proposes %v", n.id, o.ws.ID)
 		}

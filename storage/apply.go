@@ -16,7 +16,7 @@ import (
 // applier applies one write-set into a batch.
 type applier struct {
 	e     *Engine
-	seqno uint64
+	seqno uint64 // where a schema operation applies
 	cat   *Catalog
 	b     *pebble.Batch
 	r     pebble.Reader // sees the batch's own writes when it holds schema ops
@@ -25,7 +25,7 @@ type applier struct {
 	// forward beats a point lookup each. nil for small write-sets.
 	seq  *pebble.Iterator
 	auto map[uint64]uint64
-	d    Digest // digest of the state after the batch
+	d    Digest // the batch's change of the state digest
 }
 
 // set writes key=val, keeping the digest; old is the previous value when

@@ -85,10 +85,15 @@ func Open(cfg Config) (*Engine, error) {
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
 	opts := &pebble.Options{
-		FS:                          cfg.FS,
-		Cache:                       cache,
-		MemTableSize:                cfg.MemTableBytes,
-		MemTableStopWritesThreshold: 4,
+		FS:           cfg.FS,
+		Cache:        cache,
+		MemTableSize: cfg.MemTableBytes,
+		// Writes stop when the queued memtables hold this many times
+		// MemTableSize. A batch larger than a memtable joins the queue
+		// whole (a write-set of a million rows: ~150 MB), so a low limit
+		// stopped every write, the raft log's included, until it was
+		// flushed: seconds without commits and missed heartbeats.
+		MemTableStopWritesThreshold: 128,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       32,
 		LBaseMaxBytes:               256 << 20,
@@ -317,7 +322,7 @@ func (e *Engine) MarkApplied(seqno uint64, extra []KV) error {
 	if err := writeExtra(b, extra); err != nil {
 		return err
 	}
-	return e.commit(b, seqno, nil, nil, e.digest)
+	return e.commit(b, seqno, nil, nil, Digest{})
 }
 
 func writeExtra(b *pebble.Batch, extra []KV) error {
@@ -341,29 +346,102 @@ func writeExtra(b *pebble.Batch, extra []KV) error {
 func (e *Engine) Apply(seqno uint64, ws *writeset.WriteSet, extra, onReject []KV) (ApplyResult, error) {
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
-	a := &applier{e: e, seqno: seqno, cat: e.cat.Load(), auto: map[uint64]uint64{}, d: e.digest}
-	hasSchema := false
+	if !hasSchemaOps(ws) {
+		p, err := e.prepare(ws)
+		if err != nil {
+			return ApplyResult{}, err
+		}
+		return e.commitPrepared(seqno, p, extra, onReject)
+	}
+	// schema operations read their own writes (a table created, then
+	// filled), so they build an indexed batch
+	a := &applier{e: e, seqno: seqno, cat: e.cat.Load(), auto: map[uint64]uint64{}}
+	a.b = e.db.NewIndexedBatch()
+	a.r = a.b
+	p := &Prepared{b: a.b, rejected: a.apply(ws), cat: a.cat, auto: a.auto, delta: a.d}
+	if p.rejected != nil && !errors.Is(p.rejected, ErrApplyRejected) {
+		p.Close()
+		return ApplyResult{}, p.rejected
+	}
+	return e.commitPrepared(seqno, p, extra, onReject)
+}
+
+func hasSchemaOps(ws *writeset.WriteSet) bool {
 	for i := range ws.Ops {
 		if ws.Ops[i].Kind == writeset.OpSchema {
-			hasSchema = true
-			break
+			return true
 		}
 	}
-	if hasSchema {
-		a.b = e.db.NewIndexedBatch()
-		a.r = a.b
-	} else {
-		a.b = e.db.NewBatch()
-		a.r = e.db
-		if len(ws.Ops) >= seqReadMin {
-			it, err := e.db.NewIter(nil)
-			if err != nil {
-				return ApplyResult{}, err
-			}
-			a.seq = it
+	return false
+}
+
+// Prepared is a write-set's batch, built by Prepare before the write-set's
+// turn in the log so that applying it (ApplyPrepared) only commits the
+// batch: a huge write-set then holds up the commits ordered after it for
+// the time of a batch commit instead of the time of building it.
+type Prepared struct {
+	b        *pebble.Batch
+	cat      *Catalog          // the catalog after the batch; nil: unchanged
+	auto     map[uint64]uint64 // AUTO_INCREMENT counters the batch raises
+	delta    Digest            // the batch's change of the state digest
+	rejected error             // ErrApplyRejected: nothing of it applies
+	ahead    bool              // built by Prepare, before the write-set's turn
+}
+
+// Close releases a prepared batch that will not be applied (it failed
+// certification). ApplyPrepared closes the batches it applies.
+func (p *Prepared) Close() {
+	if p.b != nil {
+		p.b.Close()
+		p.b = nil
+	}
+}
+
+// CanPrepare reports whether ws may be prepared ahead of its turn: it
+// holds only row puts and deletes (and AUTO_INCREMENT raises), whose
+// effect depends on nothing but the old values of its own rows.
+func CanPrepare(ws *writeset.WriteSet) bool {
+	for i := range ws.Ops {
+		switch ws.Ops[i].Kind {
+		case writeset.OpPut, writeset.OpDelete, writeset.OpAutoIncrement:
+		default:
+			return false
 		}
 	}
-	defer a.b.Close()
+	return true
+}
+
+// Prepare builds the batch of a write-set that CanPrepare accepts from the
+// current state, concurrently with Apply of the entries before it. It is
+// right only if nothing applied between now and its turn changes the rows
+// it writes: the caller prepares once everything at or below the
+// write-set's read positions is applied, and applies the result only if
+// the write-set passes certification (which fails it if anything ordered
+// after those positions wrote its keys).
+func (e *Engine) Prepare(ws *writeset.WriteSet) (*Prepared, error) {
+	if !CanPrepare(ws) {
+		return nil, fmt.Errorf("storage: write-set %v cannot be prepared ahead", ws.ID)
+	}
+	p, err := e.prepare(ws)
+	if p != nil {
+		p.ahead = true
+	}
+	return p, err
+}
+
+// prepare builds the batch of a write-set without schema operations.
+func (e *Engine) prepare(ws *writeset.WriteSet) (*Prepared, error) {
+	a := &applier{e: e, cat: e.cat.Load(), auto: map[uint64]uint64{}}
+	a.b = e.db.NewBatchWithSize(ws.Size())
+	a.r = e.db
+	if len(ws.Ops) >= seqReadMin {
+		it, err := e.db.NewIter(nil)
+		if err != nil {
+			a.b.Close()
+			return nil, err
+		}
+		a.seq = it
+	}
 	err := a.apply(ws)
 	if a.seq != nil {
 		// the reads are done: the iterator must not pin memtables while
@@ -371,38 +449,64 @@ func (e *Engine) Apply(seqno uint64, ws *writeset.WriteSet, extra, onReject []KV
 		if cerr := a.seq.Close(); err == nil {
 			err = cerr
 		}
-		a.seq = nil
 	}
-	if err != nil {
-		if errors.Is(err, ErrApplyRejected) {
-			b := e.db.NewBatch()
-			defer b.Close()
-			if err := writeExtra(b, onReject); err != nil {
-				return ApplyResult{}, err
-			}
-			return ApplyResult{Rejected: err}, e.commit(b, seqno, nil, nil, e.digest)
+	p := &Prepared{b: a.b, auto: a.auto, delta: a.d, rejected: err}
+	if err != nil && !errors.Is(err, ErrApplyRejected) {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// ApplyPrepared applies at seqno a write-set prepared by Prepare that
+// passed certification, like Apply, and releases p.
+func (e *Engine) ApplyPrepared(seqno uint64, p *Prepared, extra, onReject []KV) (ApplyResult, error) {
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	return e.commitPrepared(seqno, p, extra, onReject)
+}
+
+func (e *Engine) commitPrepared(seqno uint64, p *Prepared, extra, onReject []KV) (ApplyResult, error) {
+	defer p.Close()
+	if p.rejected != nil {
+		b := e.db.NewBatch()
+		defer b.Close()
+		if err := writeExtra(b, onReject); err != nil {
+			return ApplyResult{}, err
 		}
+		return ApplyResult{Rejected: p.rejected}, e.commit(b, seqno, nil, nil, Digest{})
+	}
+	if err := writeExtra(p.b, extra); err != nil {
 		return ApplyResult{}, err
 	}
-	if err := writeExtra(a.b, extra); err != nil {
-		return ApplyResult{}, err
+	if p.ahead {
+		// counters only grow between DDLs (which fail a write-set
+		// prepared ahead at certification): keep the raises still above
+		// the current value
+		for id, v := range p.auto {
+			if v <= e.AutoIncrement(id) {
+				delete(p.auto, id)
+			}
+		}
 	}
-	var newCat *Catalog
-	if a.cat != e.cat.Load() {
-		newCat = a.cat
+	cat := p.cat
+	if cat == e.cat.Load() {
+		cat = nil
 	}
-	return ApplyResult{}, e.commit(a.b, seqno, newCat, a.auto, a.d)
+	return ApplyResult{}, e.commit(p.b, seqno, cat, p.auto, p.delta)
 }
 
 // commit writes the applied seqno into b, commits it and publishes the new
-// seqno, catalog and AUTO_INCREMENT counters atomically for readers.
-func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[uint64]uint64, d Digest) error {
+// seqno, catalog, AUTO_INCREMENT counters and state digest (changed by
+// delta, the batch's own change) atomically for readers.
+func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[uint64]uint64, delta Digest) error {
 	if seqno <= e.applied.Load() {
 		return fmt.Errorf("storage: apply of seqno %d after %d", seqno, e.applied.Load())
 	}
 	if err := b.Set(metaKey(metaApplied), binary.BigEndian.AppendUint64(nil, seqno), nil); err != nil {
 		return err
 	}
+	d := Digest{A: e.digest.A ^ delta.A, B: e.digest.B ^ delta.B}
 	e.autoMu.Lock()
 	for id, v := range auto {
 		k := autoIncKey(id)

@@ -197,6 +197,19 @@ func IsWriteSet(data []byte) bool {
 	return len(data) >= 4 && [4]byte(data[:4]) == magic
 }
 
+// PeekID reads the ID of an encoded write-set without decoding or
+// checking the rest; ok is false when data does not start like one. Only
+// Decode tells whether the write-set is intact.
+func PeekID(data []byte) (id ID, ok bool) {
+	if !IsWriteSet(data) {
+		return ID{}, false
+	}
+	d := decoder{buf: data[4:]}
+	id.Origin = d.uvarint()
+	id.Seq = d.uvarint()
+	return id, !d.err
+}
+
 // Decode parses an encoded write-set. Byte slices in the result alias data.
 func Decode(data []byte) (*WriteSet, error) {
 	if len(data) < 8 || !IsWriteSet(data) {
