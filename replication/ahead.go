@@ -83,15 +83,24 @@ func readPositions(ws *writeset.WriteSet) uint64 {
 	return pos
 }
 
-// noteAppended starts an ahead job for every big write-set among entries
-// just appended to the log. A job at an index whose entry was replaced (a
-// new leader overwrote the log) is discarded.
+// noteAppended reports every write-set among entries just appended to the
+// log (OnLogged) and starts an ahead job for each big one. A job at an
+// index whose entry was replaced (a new leader overwrote the log) is
+// discarded.
 func (c *Core) noteAppended(ents []*pb.Entry) {
-	if c.cfg.PrepareAheadBytes <= 0 || c.cfg.Arbitrator {
-		return
-	}
+	ahead := c.cfg.PrepareAheadBytes > 0 && !c.cfg.Arbitrator
 	for _, e := range ents {
-		if e.GetType() != pb.EntryNormal || len(e.GetData()) < c.cfg.PrepareAheadBytes || !writeset.IsWriteSet(e.GetData()) {
+		if e.GetType() != pb.EntryNormal {
+			continue
+		}
+		id, ok := writeset.PeekID(e.GetData())
+		if !ok {
+			continue
+		}
+		if c.cfg.OnLogged != nil {
+			c.cfg.OnLogged(id, e.GetTerm())
+		}
+		if !ahead || len(e.GetData()) < c.cfg.PrepareAheadBytes {
 			continue
 		}
 		j := &aheadJob{index: e.GetIndex(), term: e.GetTerm(), data: e.GetData()}

@@ -447,13 +447,6 @@ func (c *Core) Process() ([]*pb.Message, error) {
 			return out, err
 		}
 		c.noteAppended(rd.Entries)
-		if c.cfg.OnLogged != nil {
-			for _, e := range rd.Entries {
-				if id, ok := writeset.PeekID(e.GetData()); ok && e.GetType() == pb.EntryNormal {
-					c.cfg.OnLogged(id, e.GetTerm())
-				}
-			}
-		}
 		out = append(out, rd.Messages...)
 		var snapsSent []*pb.Message
 		for _, m := range rd.Messages {

@@ -346,22 +346,9 @@ func writeExtra(b *pebble.Batch, extra []KV) error {
 func (e *Engine) Apply(seqno uint64, ws *writeset.WriteSet, extra, onReject []KV) (ApplyResult, error) {
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
-	if !hasSchemaOps(ws) {
-		p, err := e.prepare(ws)
-		if err != nil {
-			return ApplyResult{}, err
-		}
-		return e.commitPrepared(seqno, p, extra, onReject)
-	}
-	// schema operations read their own writes (a table created, then
-	// filled), so they build an indexed batch
-	a := &applier{e: e, seqno: seqno, cat: e.cat.Load(), auto: map[uint64]uint64{}}
-	a.b = e.db.NewIndexedBatch()
-	a.r = a.b
-	p := &Prepared{b: a.b, rejected: a.apply(ws), cat: a.cat, auto: a.auto, delta: a.d}
-	if p.rejected != nil && !errors.Is(p.rejected, ErrApplyRejected) {
-		p.Close()
-		return ApplyResult{}, p.rejected
+	p, err := e.build(ws, seqno)
+	if err != nil {
+		return ApplyResult{}, err
 	}
 	return e.commitPrepared(seqno, p, extra, onReject)
 }
@@ -422,25 +409,34 @@ func (e *Engine) Prepare(ws *writeset.WriteSet) (*Prepared, error) {
 	if !CanPrepare(ws) {
 		return nil, fmt.Errorf("storage: write-set %v cannot be prepared ahead", ws.ID)
 	}
-	p, err := e.prepare(ws)
+	p, err := e.build(ws, 0)
 	if p != nil {
 		p.ahead = true
 	}
 	return p, err
 }
 
-// prepare builds the batch of a write-set without schema operations.
-func (e *Engine) prepare(ws *writeset.WriteSet) (*Prepared, error) {
-	a := &applier{e: e, cat: e.cat.Load(), auto: map[uint64]uint64{}}
-	a.b = e.db.NewBatchWithSize(ws.Size())
-	a.r = e.db
-	if len(ws.Ops) >= seqReadMin {
-		it, err := e.db.NewIter(nil)
-		if err != nil {
-			a.b.Close()
-			return nil, err
+// build builds the batch of ws, to be applied at seqno (which only schema
+// operations use). A deterministic refusal is returned in the result.
+func (e *Engine) build(ws *writeset.WriteSet, seqno uint64) (*Prepared, error) {
+	cat := e.cat.Load()
+	a := &applier{e: e, seqno: seqno, cat: cat, auto: map[uint64]uint64{}}
+	if hasSchemaOps(ws) {
+		// schema operations read their own writes (a table created,
+		// then filled), so they build an indexed batch
+		a.b = e.db.NewIndexedBatch()
+		a.r = a.b
+	} else {
+		a.b = e.db.NewBatchWithSize(ws.Size())
+		a.r = e.db
+		if len(ws.Ops) >= seqReadMin {
+			it, err := e.db.NewIter(nil)
+			if err != nil {
+				a.b.Close()
+				return nil, err
+			}
+			a.seq = it
 		}
-		a.seq = it
 	}
 	err := a.apply(ws)
 	if a.seq != nil {
@@ -451,6 +447,9 @@ func (e *Engine) prepare(ws *writeset.WriteSet) (*Prepared, error) {
 		}
 	}
 	p := &Prepared{b: a.b, auto: a.auto, delta: a.d, rejected: err}
+	if a.cat != cat {
+		p.cat = a.cat
+	}
 	if err != nil && !errors.Is(err, ErrApplyRejected) {
 		p.Close()
 		return nil, err
@@ -489,11 +488,7 @@ func (e *Engine) commitPrepared(seqno uint64, p *Prepared, extra, onReject []KV)
 			}
 		}
 	}
-	cat := p.cat
-	if cat == e.cat.Load() {
-		cat = nil
-	}
-	return ApplyResult{}, e.commit(p.b, seqno, cat, p.auto, p.delta)
+	return ApplyResult{}, e.commit(p.b, seqno, p.cat, p.auto, p.delta)
 }
 
 // commit writes the applied seqno into b, commits it and publishes the new
