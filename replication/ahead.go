@@ -27,8 +27,11 @@ type aheadJob struct {
 	dropped atomic.Bool // discarded: stop waiting
 	once    sync.Once
 	ws      *writeset.WriteSet // decoded, when err is not a decode error
-	p       *storage.Prepared
 	err     error
+
+	mu       sync.Mutex
+	p        *storage.Prepared
+	finished bool // run's preparation has ended
 }
 
 // run prepares the job once; later calls wait for the first. pause waits
@@ -43,7 +46,7 @@ func (j *aheadJob) run(eng *storage.Engine, pause func() bool) {
 			return
 		}
 		j.ws = ws
-		if !storage.CanPrepare(ws) {
+		if j.dropped.Load() || !storage.CanPrepare(ws) {
 			j.err = errNotPrepared
 			return
 		}
@@ -57,18 +60,43 @@ func (j *aheadJob) run(eng *storage.Engine, pause func() bool) {
 				return
 			}
 		}
-		j.p, j.err = eng.Prepare(ws)
+		p, err := eng.Prepare(ws)
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.finished = true
+		if j.dropped.Load() {
+			// discarded while it was prepared: the batch is ours to close
+			if p != nil {
+				p.Close()
+			}
+			j.err = errNotPrepared
+			return
+		}
+		j.p, j.err = p, err
 	})
+	j.mu.Lock()
+	j.finished = true
+	j.mu.Unlock()
 }
 
-// discard drops the job's batch (waiting for a preparation in progress).
+// discard drops the job's batch. It never waits: a preparation in progress
+// closes its own batch when it ends (discard runs in the raft loop and the
+// apply stage, which a million-row preparation must not hold up).
 func (j *aheadJob) discard() {
 	j.dropped.Store(true)
-	j.once.Do(func() { j.err = errNotPrepared })
-	if j.p != nil {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.finished && j.p != nil {
 		j.p.Close()
 		j.p = nil
 	}
+}
+
+// prepared returns the job's batch and error once run has returned.
+func (j *aheadJob) prepared() (*storage.Prepared, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.p, j.err
 }
 
 // readPositions is the highest position ws's keys and tables were read at.
@@ -83,11 +111,14 @@ func readPositions(ws *writeset.WriteSet) uint64 {
 	return pos
 }
 
-// noteAppended reports every write-set among entries just appended to the
-// log (OnLogged) and starts an ahead job for each big one. A job at an
-// index whose entry was replaced (a new leader overwrote the log) is
-// discarded.
-func (c *Core) noteAppended(ents []*pb.Entry) {
+// noteAppended reports entries just appended to a log that ended at last:
+// the replaced ones (OnOverwritten), every write-set (OnLogged), and it
+// starts an ahead job for each big one. A job at an index whose entry was
+// replaced is discarded.
+func (c *Core) noteAppended(ents []*pb.Entry, last uint64) {
+	if len(ents) > 0 && ents[0].GetIndex() <= last && c.cfg.OnOverwritten != nil {
+		c.cfg.OnOverwritten(ents[0].GetIndex())
+	}
 	ahead := c.cfg.PrepareAheadBytes > 0 && !c.cfg.Arbitrator
 	for _, e := range ents {
 		if e.GetType() != pb.EntryNormal {
@@ -98,7 +129,7 @@ func (c *Core) noteAppended(ents []*pb.Entry) {
 			continue
 		}
 		if c.cfg.OnLogged != nil {
-			c.cfg.OnLogged(id, e.GetTerm())
+			c.cfg.OnLogged(id, e.GetIndex(), e.GetTerm())
 		}
 		if !ahead || len(e.GetData()) < c.cfg.PrepareAheadBytes {
 			continue

@@ -80,12 +80,18 @@ type CoreConfig struct {
 	// (nil: never logged). No decision of the core depends on it.
 	Now func() time.Time
 	// OnLogged is called, on the goroutine driving the core, for every
-	// write-set appended to this node's raft log, with the term of its
-	// entry. A proposer that never sees its write-set logged knows the
-	// proposal was lost (raft drops proposals without telling, e.g. a
-	// forwarded one on a broken connection) and proposes it again; one
-	// logged in the current term can only be replaced by a later leader.
-	OnLogged func(id writeset.ID, term uint64)
+	// write-set appended to this node's raft log, with the index and term
+	// of its entry. A proposer that never sees its write-set logged knows
+	// the proposal was lost (raft drops proposals without telling, e.g. a
+	// forwarded one on a broken connection) and proposes it again; one in
+	// the log stays there until it commits or OnOverwritten says a new
+	// leader replaced it.
+	OnLogged func(id writeset.ID, index, term uint64)
+	// OnOverwritten is called, on the goroutine driving the core, when a
+	// new leader replaced this node's log entries from index from on,
+	// before OnLogged reports the entries that replaced them. A write-set
+	// logged there was lost unless it is logged again.
+	OnOverwritten func(from uint64)
 	// OnReadState is called for every answered ReadIndex request.
 	OnReadState func(rs raft.ReadState)
 	// OnMembers is called after a configuration change with the members
@@ -428,9 +434,13 @@ func (c *Core) Process() ([]*pb.Message, error) {
 		rd := c.raw.Ready()
 		if rd.SoftState != nil {
 			c.mu.Lock()
+			changed := c.lead != rd.SoftState.Lead
 			c.lead = rd.SoftState.Lead
 			c.raftState = rd.SoftState.RaftState
 			c.mu.Unlock()
+			if changed {
+				c.log.Info("raft leader changed", "leader", fmt.Sprintf("%016x", rd.SoftState.Lead), "term", c.raw.BasicStatus().Term, "state", rd.SoftState.RaftState.String())
+			}
 		}
 		if rd.HardState != nil {
 			c.mu.Lock()
@@ -442,11 +452,15 @@ func (c *Core) Process() ([]*pb.Message, error) {
 			if err := c.installSnapshot(rd.Snapshot); err != nil {
 				return out, err
 			}
+			if c.cfg.OnOverwritten != nil {
+				c.cfg.OnOverwritten(1) // the whole log was replaced
+			}
 		}
+		last, _ := c.logs.LastIndex()
 		if err := c.logs.Save(rd.Entries, rd.HardState, rd.MustSync && c.cfg.SyncLog); err != nil {
 			return out, err
 		}
-		c.noteAppended(rd.Entries)
+		c.noteAppended(rd.Entries, last)
 		out = append(out, rd.Messages...)
 		var snapsSent []*pb.Message
 		for _, m := range rd.Messages {
@@ -616,7 +630,11 @@ func (c *Core) applyNormal(idx uint64, e *pb.Entry) error {
 	start := c.now()
 	job := c.takeAhead(e)
 	var ws *writeset.WriteSet
-	var err error
+	var prep *storage.Prepared
+	var err, prepErr error
+	if job != nil {
+		prep, prepErr = job.prepared()
+	}
 	if job != nil && job.ws != nil {
 		ws = job.ws
 	} else {
@@ -635,12 +653,11 @@ func (c *Core) applyNormal(idx uint64, e *pb.Entry) error {
 		extra := []storage.KV{c.horizonKV(), certRecordKV(idx, ws, VerdictCommitted)}
 		onReject := []storage.KV{c.horizonKV(), certRecordKV(idx, ws, VerdictRejected)}
 		var res storage.ApplyResult
-		if job != nil && job.p != nil {
-			res, err = c.eng.ApplyPrepared(idx, job.p, extra, onReject)
-			job.p = nil
+		if prep != nil {
+			res, err = c.eng.ApplyPrepared(idx, prep, extra, onReject)
 		} else {
-			if job != nil && job.err != nil && !errors.Is(job.err, errNotPrepared) {
-				return fmt.Errorf("prepare seqno %d: %w", idx, job.err)
+			if prepErr != nil && !errors.Is(prepErr, errNotPrepared) {
+				return fmt.Errorf("prepare seqno %d: %w", idx, prepErr)
 			}
 			res, err = c.eng.Apply(idx, ws, extra, onReject)
 		}
@@ -649,7 +666,7 @@ func (c *Core) applyNormal(idx uint64, e *pb.Entry) error {
 		}
 		if done := c.now(); done.Sub(start) > slowApply && c.cfg.Now != nil {
 			c.log.Info("slow apply: later commits waited for this write-set", "seqno", idx, "bytes", len(data), "ops", len(ws.Ops),
-				"prepared_ahead", job != nil && job.err == nil, "decode", decoded.Sub(start).Round(time.Millisecond),
+				"prepared_ahead", prep != nil, "decode", decoded.Sub(start).Round(time.Millisecond),
 				"certify", certified.Sub(decoded).Round(time.Millisecond), "apply", done.Sub(certified).Round(time.Millisecond))
 		}
 		if res.Rejected != nil {

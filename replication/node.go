@@ -212,9 +212,11 @@ type waiter struct {
 	proposed time.Time
 	term     uint64
 	// logged is the term of the entry that put the write-set in this
-	// node's raft log since it was last proposed; 0 while it is not there.
-	logged uint64
-	// dropped is set when this node dropped the proposal at once.
+	// node's raft log since it was last proposed, at index; 0 while it is
+	// not there.
+	logged, index uint64
+	// dropped is set when the proposal is lost for sure: this node dropped
+	// it at once, or a new leader overwrote its entry.
 	dropped bool
 	// commitAt is the commit index when the write-set was first proposed.
 	commitAt uint64
@@ -274,7 +276,7 @@ func Start(cfg Config) (*Node, error) {
 		Self: cfg.Self, ClusterName: cfg.ClusterName, Engine: cfg.Engine, Bootstrap: bootstrap,
 		ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks, SyncLog: cfg.SyncLog,
 		Cert: cfg.Cert, LogRetentionBytes: cfg.LogRetentionBytes, Joiner: cfg.Joiner, Arbitrator: cfg.Arbitrator, Context: n.ctx, Logger: cfg.Logger,
-		PrepareAheadBytes: prepareAheadBytes, Now: time.Now, OnApplied: n.onApplied, OnLogged: n.onLogged, OnReadState: n.finishRead, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
+		PrepareAheadBytes: prepareAheadBytes, Now: time.Now, OnApplied: n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.finishRead, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
 	})
 	if err != nil {
 		n.cancel()
@@ -515,12 +517,29 @@ func (n *Node) prepareLoop() {
 }
 
 // onLogged notes that a local write-set reached this node's raft log.
-func (n *Node) onLogged(id writeset.ID, term uint64) {
+func (n *Node) onLogged(id writeset.ID, index, term uint64) {
 	n.mu.Lock()
 	if w := n.waiters[id]; w != nil {
-		w.logged = term
+		w.logged, w.index, w.dropped = term, index, false
 	}
 	n.mu.Unlock()
+}
+
+// onOverwritten marks the local write-sets whose entries a new leader
+// replaced as lost: the next tick proposes them again.
+func (n *Node) onOverwritten(from uint64) {
+	lost := 0
+	n.mu.Lock()
+	for _, w := range n.waiters {
+		if w.logged != 0 && w.index >= from {
+			w.logged, w.dropped = 0, true
+			lost++
+		}
+	}
+	n.mu.Unlock()
+	if lost > 0 {
+		n.log.Info("a new leader replaced local write-sets in the log: proposing them again", "write_sets", lost, "from_index", from)
+	}
 }
 
 // onApplied answers the local transaction waiting for ws, if any.

@@ -91,22 +91,28 @@ func (n *Node) abandon(id writeset.ID) {
 	n.rotateOrigin()
 }
 
-// tickChecks re-proposes write-sets whose proposal may have been dropped:
-// dropped by this node at once (no leader known), or still unanswered
-// after proposalTimeout and either proposed in an earlier term (a leader
-// change may have dropped or overwritten it) or never seen in this node's
-// raft log (raft drops a proposal without telling, e.g. a forwarded one on
-// a connection that broke). Certification drops a second copy.
+// tickChecks re-proposes write-sets whose proposal was lost: dropped by
+// this node at once (no leader known) or overwritten by a new leader, or
+// never seen in this node's raft log (raft drops a proposal without
+// telling, e.g. a forwarded one on a connection that broke) after
+// proposalTimeout, or after an election timeout when the term changed
+// since. A write-set in the log stays: the leader of its term commits it,
+// or a later one overwrites it (onOverwritten). Certification drops a
+// second copy.
 func (n *Node) tickChecks() {
 	term, committed, horizon := n.core.Term(), n.core.Committed(), n.core.ReproposeHorizon()
 	n.mu.Lock()
 	var again [][]byte
 	for id, w := range n.waiters {
-		if !w.dropped && time.Since(w.proposed) <= proposalTimeout(n.electionTimeout(), len(w.data)) {
-			continue
+		if w.logged != 0 {
+			continue // in the log: it commits, or onOverwritten says otherwise
 		}
-		if w.term >= term && w.logged != 0 {
-			continue // in the log in this term: it commits
+		timeout := proposalTimeout(n.electionTimeout(), len(w.data))
+		if w.term < term {
+			timeout = n.electionTimeout() // whoever it went to may not lead anymore
+		}
+		if !w.dropped && time.Since(w.proposed) <= timeout {
+			continue
 		}
 		if committed > w.commitAt+horizon {
 			// too late to propose it again safely: give up on it
@@ -114,7 +120,7 @@ func (n *Node) tickChecks() {
 			close(w.lost)
 			continue
 		}
-		if w.logged == 0 && !w.dropped {
+		if !w.dropped {
 			n.log.Warn("proposing a write-set again: it never reached the raft log", "id", id.String(), "bytes", len(w.data))
 		}
 		w.term, w.logged, w.dropped = term, 0, false

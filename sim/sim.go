@@ -496,7 +496,7 @@ func (n *node) open() error {
 		Joiner:            n.joiner,
 		Context:           n.transferCtx,
 		Logger:            n.w.log,
-		OnApplied:         n.onApplied, OnLogged: n.onLogged, OnReadState: n.onReadState, OnTransferred: n.onTransferred,
+		OnApplied:         n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.onReadState, OnTransferred: n.onTransferred,
 	})
 	if err == nil {
 		err = core.FinishPendingTransfer()
@@ -569,9 +569,19 @@ func (n *node) pendingWork() bool { return len(n.pending) > 0 || len(n.reads) > 
 // onApplied checks every applied write-set against what the other nodes
 // decided at the same seqno and answers local clients.
 // onLogged notes that a pending write-set of this node reached its log.
-func (n *node) onLogged(id writeset.ID, term uint64) {
+func (n *node) onLogged(id writeset.ID, index, term uint64) {
 	if o := n.pending[id]; o != nil {
-		o.logged = true
+		o.logged, o.index, o.lost = true, index, false
+	}
+}
+
+// onOverwritten marks pending write-sets whose entries a new leader
+// replaced as lost.
+func (n *node) onOverwritten(from uint64) {
+	for _, o := range n.pending {
+		if o.logged && o.index >= from {
+			o.logged, o.lost = false, true
+		}
 	}
 }
 

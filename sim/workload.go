@@ -38,8 +38,9 @@ type op struct {
 	data      []byte
 	keys      []string // row locks held
 	pos       uint64   // read position of the write-set's keys
-	term      uint64   // raft term when last proposed
-	logged    bool     // in the node's raft log since last proposed
+	logged    bool     // in the node's raft log since last proposed, at index
+	index     uint64   // log index where it was logged
+	lost      bool     // a new leader overwrote its entry
 	commitAt  uint64   // commit index at the first proposal
 	firstAt   int64
 	lastAt    int64
@@ -60,7 +61,7 @@ type client struct {
 
 // Timeouts, in ticks.
 const (
-	reproposeTicks = 40  // re-propose a write-set unanswered this long after a term change or never logged
+	reproposeTicks = 40  // re-propose a write-set never logged this long after its proposal
 	abandonTicks   = 400 // give up on a write-set's outcome
 	readTicks      = 200 // give up on a causal read
 	setupTicks     = 30  // re-propose the schema
@@ -84,8 +85,8 @@ func (c *client) step() {
 			n.incarnation++
 			n.origin = n.id<<32 | uint64(n.incarnation)
 			w.event("n%d abandons %v, new origin %x", n.id, o.ws.ID, n.origin)
-		case w.tick-o.lastAt > reproposeTicks && (n.core.Term() > o.term || !o.logged):
-			o.term, o.lastAt, o.logged = n.core.Term(), w.tick, false
+		case o.lost || (!o.logged && w.tick-o.lastAt > reproposeTicks):
+			o.lastAt, o.logged, o.lost = w.tick, false, false
 			n.core.Propose(o.data)
 			w.event("n%d re-proposes %v", n.id, o.ws.ID)
 		}
@@ -160,7 +161,7 @@ func (c *client) propose(kind opKind, keys []string, def *storage.TableDef, rows
 		ws.Ops = append(ws.Ops, o)
 		ws.Keys = append(ws.Keys, k)
 	}
-	o := &op{c: c, kind: kind, ws: ws, data: ws.Encode(nil), keys: keys, pos: pos, term: n.core.Term(), commitAt: n.core.Committed(), firstAt: w.tick, lastAt: w.tick}
+	o := &op{c: c, kind: kind, ws: ws, data: ws.Encode(nil), keys: keys, pos: pos, commitAt: n.core.Committed(), firstAt: w.tick, lastAt: w.tick}
 	n.pending[ws.ID] = o
 	c.cur = o
 	n.core.Propose(o.data)
