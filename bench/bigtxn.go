@@ -207,6 +207,16 @@ func runBigUpdate(t Target, session []string, timeout time.Duration) error {
 // markers where each run's UPDATE started (U), committed (C) and was
 // applied on node 1 (A).
 func FormatTimeline(names []string, runs []BigTxnResult) string {
+	series := make([][]float64, len(runs))
+	for i, r := range runs {
+		series[i] = r.PerSecond
+	}
+	return FormatSeries(names, series, func(i, s int) string { return marks(runs[i], s) })
+}
+
+// FormatSeries prints per-second values of several runs side by side;
+// mark (nil: none) tags run i's second s.
+func FormatSeries(names []string, series [][]float64, mark func(i, s int) string) string {
 	var b strings.Builder
 	b.WriteString("second")
 	for _, n := range names {
@@ -214,15 +224,18 @@ func FormatTimeline(names []string, runs []BigTxnResult) string {
 	}
 	b.WriteString("\n")
 	longest := 0
-	for _, r := range runs {
-		longest = max(longest, len(r.PerSecond))
+	for _, r := range series {
+		longest = max(longest, len(r))
 	}
 	for s := 0; s < longest; s++ {
 		fmt.Fprintf(&b, "%6d", s+1)
-		for _, r := range runs {
+		for i, r := range series {
 			cell := ""
-			if s < len(r.PerSecond) {
-				cell = fmt.Sprintf("%.0f%s", r.PerSecond[s], marks(r, s))
+			if s < len(r) {
+				cell = fmt.Sprintf("%.0f", r[s])
+				if mark != nil {
+					cell += mark(i, s)
+				}
 			}
 			fmt.Fprintf(&b, " | %-14s", cell)
 		}

@@ -138,6 +138,9 @@ func createSBTest(t Target) error {
 // Targets implements System.
 func (c *Certus) Targets() []Target { return c.targets }
 
+// PID is the process id of node i (from 1).
+func (c *Certus) PID(i int) int { return c.procs[i-1].Process.Pid }
+
 // Stop implements System.
 func (c *Certus) Stop() {
 	for _, p := range c.procs {

@@ -187,10 +187,23 @@ func (c *wsrepCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // handleFault implements POST /debug/fault?block=name,name (cut the node
-// off from those peers, in both directions) and POST /debug/fault?heal=1.
+// off from those peers, in both directions), POST /debug/fault?heal=1, and
+// POST /debug/fault?apply_delay=2ms (a slow node: its apply stage takes that
+// long per write-set more; 0 ends it).
 func (n *Node) handleFault(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	if v := r.URL.Query().Get("apply_delay"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			http.Error(w, "apply_delay: not a duration: "+v, http.StatusBadRequest)
+			return
+		}
+		n.Repl.SetApplyDelay(d)
+		n.log.Warn("fault injection: apply delay per write-set", "delay", d)
+		_, _ = w.Write([]byte("ok\n"))
 		return
 	}
 	var ids []uint64

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/certusdb/certus/flowcontrol"
 	"github.com/certusdb/certus/replication"
 	"github.com/certusdb/certus/sqlengine"
 	"github.com/certusdb/certus/statetransfer"
@@ -59,6 +60,10 @@ type Config struct {
 	// SSTMaxRate limits the bytes per second this node sends to one
 	// joiner as a state transfer donor (0: no limit).
 	SSTMaxRate int64
+	// ProviderOptions sets provider options as Galera's
+	// wsrep_provider_options does ("gcs.fc_limit = 100; gcs.fc_factor =
+	// 1.0"); SET GLOBAL wsrep_provider_options changes them at runtime.
+	ProviderOptions string
 	// Logger receives the node's log.
 	Logger *slog.Logger
 }
@@ -79,7 +84,10 @@ type Node struct {
 
 	started time.Time
 	wg      sync.WaitGroup
-	stopc   chan struct{} // closed by Stop: ends the node's own loops
+
+	optMu sync.Mutex
+	opts  providerOptions
+	stopc chan struct{} // closed by Stop: ends the node's own loops
 }
 
 // ErrDataDirInUse is returned when another process holds the data dir.
@@ -144,6 +152,14 @@ func (n *Node) start() error {
 	} else if removed {
 		return fmt.Errorf("%w: %s belongs to a node that left the cluster; start with an empty --data-dir and --join to join again", replication.ErrRemoved, cfg.DataDir)
 	}
+	gcache := cfg.GCacheSize
+	if gcache == 0 {
+		gcache = replication.DefaultLogRetentionBytes
+	}
+	n.opts, err = providerOptions{flow: flowcontrol.Defaults(), gcache: gcache}.apply(cfg.ProviderOptions)
+	if err != nil {
+		return fmt.Errorf("--provider-options: %w", err)
+	}
 	self := replication.Member{ID: id, Name: cfg.Name, PeerAddr: cfg.PeerAddr, SQLAddr: cfg.SQLAddr, HTTPAddr: cfg.HTTPAddr}
 	n.tr, err = replication.NewTCPTransport(replication.TransportConfig{
 		Self: id, Listen: cfg.PeerAddr, ClusterName: cfg.ClusterName, Secret: cfg.ClusterSecret, Logger: n.log,
@@ -172,6 +188,7 @@ func (n *Node) start() error {
 		Bootstrap:         fresh && len(cfg.Join) == 0,
 		SyncLog:           cfg.SyncCommit,
 		LogRetentionBytes: cfg.GCacheSize,
+		FlowControl:       n.opts.flow,
 		Joiner:            n.joiner,
 		Logger:            n.log,
 	})
@@ -199,7 +216,8 @@ func (n *Node) start() error {
 		RootPassword: cfg.RootPassword,
 		Info: sqlengine.NodeInfo{
 			NodeName: cfg.Name, NodeAddress: cfg.PeerAddr, ClusterName: cfg.ClusterName,
-			ClusterAddress: "certus://" + strings.Join(cfg.Join, ","),
+			ClusterAddress:  "certus://" + strings.Join(cfg.Join, ","),
+			ProviderOptions: n.opts.String(), SetProviderOptions: n.setProviderOptions,
 		},
 		Status: n.WsrepStatus,
 		Logger: n.log,
@@ -353,3 +371,20 @@ func (c clusterView) WaitApplied(ctx context.Context, seqno uint64) error {
 }
 func (c clusterView) ClusterUUID() string { return c.n.Repl.Status().ClusterUUID }
 func (c clusterView) Applied() uint64     { return c.n.Eng.Applied() }
+
+// FlushStatus implements sqlengine.StatusFlusher.
+func (c clusterView) FlushStatus() { c.n.Repl.ResetFlowAverages() }
+
+// setProviderOptions applies SET GLOBAL wsrep_provider_options.
+func (n *Node) setProviderOptions(s string) (string, error) {
+	n.optMu.Lock()
+	defer n.optMu.Unlock()
+	o, err := n.opts.apply(s)
+	if err != nil {
+		return "", err
+	}
+	n.opts = o
+	n.Repl.SetFlowConfig(o.flow)
+	n.log.Info("provider options changed", "options", o.String())
+	return o.String(), nil
+}

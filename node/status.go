@@ -54,6 +54,13 @@ func (n *Node) Healthy() bool {
 	return state == StateSynced && n.Repl.Primary()
 }
 
+func trueFalse(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
 func onOff(b bool) string {
 	if b {
 		return "ON"
@@ -80,6 +87,7 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 	if st.Committed > st.Applied {
 		recvQueue = st.Committed - st.Applied
 	}
+	fc := n.Repl.FlowStatus()
 	return map[string]interface{}{
 		"wsrep_ready":                  onOff(st.Primary && state == StateSynced),
 		"wsrep_connected":              onOff(st.Leader != 0 || len(st.Voters) > 0),
@@ -102,13 +110,19 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 		"wsrep_local_cert_failures":    stats.CertFailures.Load(),
 		"wsrep_local_bf_aborts":        uint64(0),
 		"wsrep_local_recv_queue":       recvQueue,
-		"wsrep_local_recv_queue_avg":   float64(recvQueue),
+		"wsrep_local_recv_queue_avg":   fc.QueueAvg,
+		"wsrep_local_recv_queue_min":   fc.QueueMin,
+		"wsrep_local_recv_queue_max":   fc.QueueMax,
 		"wsrep_local_send_queue":       uint64(st.Waiting),
 		"wsrep_local_send_queue_avg":   float64(st.Waiting),
-		"wsrep_flow_control_paused":    0.0,
-		"wsrep_flow_control_paused_ns": uint64(0),
-		"wsrep_flow_control_sent":      uint64(0),
-		"wsrep_flow_control_recv":      uint64(0),
+		"wsrep_flow_control_paused":    fc.Paused,
+		"wsrep_flow_control_paused_ns": uint64(fc.PausedTotal.Nanoseconds()),
+		"wsrep_flow_control_sent":      fc.Sent,
+		"wsrep_flow_control_recv":      fc.Received,
+		"wsrep_flow_control_active":    trueFalse(fc.Active),
+		"wsrep_flow_control_requested": trueFalse(fc.Requested),
+		"certus_flow_control_rate":     fc.Limit,
+		"certus_apply_rate":            fc.ApplyRate,
 		"wsrep_cert_deps_distance":     1.0,
 		"wsrep_apply_window":           1.0,
 		"wsrep_commit_window":          1.0,

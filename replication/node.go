@@ -23,6 +23,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/certusdb/certus/certify"
+	"github.com/certusdb/certus/flowcontrol"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/txn"
 	"github.com/certusdb/certus/writeset"
@@ -74,6 +75,9 @@ type Transport interface {
 	SetMembers(members []Member)
 	// RemoveMember forgets a removed member.
 	RemoveMember(id uint64)
+	// SendFlow sends a flow control report (flowcontrol.Report, encoded)
+	// to member to; it must not block, and may drop the report.
+	SendFlow(to uint64, report []byte)
 }
 
 // Config configures a Node. Zero durations take the documented defaults.
@@ -112,6 +116,8 @@ type Config struct {
 	Joiner StateInstaller
 	// Arbitrator runs a member that votes but stores no data.
 	Arbitrator bool
+	// FlowControl configures flow control (zero fields: the defaults).
+	FlowControl flowcontrol.Config
 	// Logger receives the node's log; nil uses slog.Default().
 	Logger *slog.Logger
 }
@@ -184,6 +190,12 @@ type Node struct {
 	applied  chan struct{} // closed when the apply stage ends
 	aheadc   chan struct{} // wakes prepareLoop
 	prepared chan struct{} // closed when prepareLoop ends
+	flowDone chan struct{} // closed when flowLoop ends
+
+	flow    *flowcontrol.Controller
+	writers writers
+
+	applyDelay atomic.Int64 // fault injection: extra apply time per entry (ns)
 
 	mu      sync.Mutex
 	waiters map[writeset.ID]*waiter
@@ -261,6 +273,8 @@ func Start(cfg Config) (*Node, error) {
 		applied:   make(chan struct{}),
 		aheadc:    make(chan struct{}, 1),
 		prepared:  make(chan struct{}),
+		flowDone:  make(chan struct{}),
+		flow:      flowcontrol.New(cfg.FlowControl, time.Now()),
 		stopc:     make(chan struct{}),
 		done:      make(chan struct{}),
 		waiters:   map[writeset.ID]*waiter{},
@@ -289,6 +303,11 @@ func Start(cfg Config) (*Node, error) {
 	go n.run()
 	go n.applyLoop()
 	go n.prepareLoop()
+	if cfg.Arbitrator {
+		close(n.flowDone) // it applies nothing and writes nothing
+	} else {
+		go n.flowLoop()
+	}
 	go n.learnClusterCommit()
 	if !cfg.SyncLog {
 		go n.syncLoop()
@@ -343,6 +362,7 @@ func (n *Node) Stop() {
 	<-n.done
 	<-n.applied
 	<-n.prepared
+	<-n.flowDone
 	n.core.dropAhead()
 }
 
@@ -449,7 +469,14 @@ func (n *Node) applyLoop() {
 			return
 		}
 		for {
-			k, err := n.core.ApplyNext(64)
+			batch, delay := 64, time.Duration(n.applyDelay.Load())
+			if delay > 0 {
+				batch = 1 // a slow node applies one at a time
+			}
+			k, err := n.core.ApplyNext(batch)
+			if delay > 0 && k > 0 {
+				time.Sleep(delay)
+			}
 			if k > 0 {
 				n.appliedMu.Lock()
 				close(n.appliedCh)
@@ -518,6 +545,7 @@ func (n *Node) prepareLoop() {
 
 // onLogged notes that a local write-set reached this node's raft log.
 func (n *Node) onLogged(id writeset.ID, index, term uint64) {
+	n.writers.note(id.Origin, time.Now())
 	n.mu.Lock()
 	if w := n.waiters[id]; w != nil {
 		w.logged, w.index, w.dropped = term, index, false
@@ -605,5 +633,6 @@ func (n *Node) onMembers(members []Member, removed []uint64) {
 	n.cfg.Transport.SetMembers(members)
 	for _, id := range removed {
 		n.cfg.Transport.RemoveMember(id)
+		n.flow.Forget(id)
 	}
 }

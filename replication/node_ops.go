@@ -20,6 +20,12 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 	if !n.Primary() {
 		return txn.Outcome{}, ErrNotPrimary
 	}
+	if !n.admit(n.stopc, ctx.Done()) {
+		if ctx.Err() != nil {
+			return txn.Outcome{}, ctx.Err()
+		}
+		return txn.Outcome{}, ErrStopped
+	}
 	ws.ID.Origin = n.origin.Load()
 	data := ws.Encode(nil)
 	w := &waiter{ch: make(chan txn.Outcome, 1), data: data, proposed: time.Now(), lost: make(chan struct{})}

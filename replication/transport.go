@@ -37,6 +37,7 @@ const (
 	frameStateTransfer byte = 6
 	frameLeave         byte = 7 // JSON leave request: remove the sender
 	frameLeaveReply    byte = 8 // JSON reply
+	frameFlow          byte = 9 // flow control report (flowcontrol.Report)
 )
 
 // leaveReply answers a leave request.
@@ -257,21 +258,47 @@ func (t *TCPTransport) Send(msgs []*pb.Message) {
 		if t.blocked[to] {
 			continue
 		}
-		p := t.peers[to]
+		p := t.peerLocked(to)
 		if p == nil {
-			addr, ok := t.addrs[to]
-			if !ok {
-				continue
-			}
-			p = newPeer(t, to, addr)
-			t.peers[to] = p
+			continue
 		}
 		select {
-		case p.queue <- m:
+		case p.queue <- outgoing{m: m}:
 		default:
 			t.unreachable(to)
 		}
 	}
+}
+
+// SendFlow implements Transport. Like Send it never blocks: a report that
+// does not fit the peer's queue is dropped (the next one follows soon).
+func (t *TCPTransport) SendFlow(to uint64, report []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.blocked[to] {
+		return
+	}
+	if p := t.peerLocked(to); p != nil {
+		select {
+		case p.queue <- outgoing{flow: report}:
+		default:
+		}
+	}
+}
+
+// peerLocked returns the connection to member id, started on first use;
+// nil when its address is unknown. t.mu is held.
+func (t *TCPTransport) peerLocked(id uint64) *peer {
+	p := t.peers[id]
+	if p == nil {
+		addr, ok := t.addrs[id]
+		if !ok {
+			return nil
+		}
+		p = newPeer(t, id, addr)
+		t.peers[id] = p
+	}
+	return p
 }
 
 func (t *TCPTransport) unreachable(id uint64) {
@@ -379,6 +406,13 @@ func (t *TCPTransport) serve(c net.Conn) {
 			if n := t.node.Load(); n != nil {
 				n.core.stats.ReceivedBytes.Add(uint64(len(payload)))
 				n.Step(m)
+			}
+		case frameFlow:
+			if n := t.node.Load(); n != nil {
+				if err := n.receiveFlow(h.From, payload); err != nil {
+					t.log.Warn("closing peer connection: corrupt flow control report", "remote", c.RemoteAddr().String(), "err", err)
+					return
+				}
 			}
 		case frameJoin:
 			t.handleJoin(c, payload)
@@ -577,13 +611,19 @@ type peer struct {
 	t     *TCPTransport
 	id    uint64
 	addr  string
-	queue chan *pb.Message
+	queue chan outgoing
 	done  chan struct{}
 	once  sync.Once
 }
 
+// outgoing is a queued frame: a raft message, or a flow control report.
+type outgoing struct {
+	m    *pb.Message
+	flow []byte
+}
+
 func newPeer(t *TCPTransport, id uint64, addr string) *peer {
-	p := &peer{t: t, id: id, addr: addr, queue: make(chan *pb.Message, 4096), done: make(chan struct{})}
+	p := &peer{t: t, id: id, addr: addr, queue: make(chan outgoing, 4096), done: make(chan struct{})}
 	t.wg.Add(1)
 	go p.run()
 	return p
@@ -658,32 +698,20 @@ func (p *peer) stream(c net.Conn) {
 	}()
 	w := bufio.NewWriterSize(c, 256<<10)
 	for {
-		var m *pb.Message
+		var o outgoing
 		select {
 		case <-p.done:
 			return
 		case <-closed:
 			return
-		case m = <-p.queue:
+		case o = <-p.queue:
 		}
 		for {
-			data, err := proto.Marshal(m)
-			if err != nil {
-				p.t.log.Error("cannot marshal raft message", "err", err)
-				break
-			}
-			// a message carrying a huge write-set gets time for its size
-			// (at 10 MB/s at least) before the connection counts as dead
-			_ = c.SetWriteDeadline(time.Now().Add(10*time.Second + time.Duration(len(data))*time.Second/(10<<20)))
-			if err := frame.Write(w, frameRaft, data); err != nil {
-				p.broken(err, len(data))
+			if !p.write(c, w, o) {
 				return
 			}
-			if n := p.t.node.Load(); n != nil && m.GetType() == pb.MsgApp {
-				n.core.stats.SentBytes.Add(uint64(len(data)))
-			}
 			select {
-			case m = <-p.queue:
+			case o = <-p.queue:
 				continue
 			default:
 			}
@@ -694,6 +722,31 @@ func (p *peer) stream(c net.Conn) {
 			return
 		}
 	}
+}
+
+// write writes one queued frame to w (buffered for c); false: the
+// connection broke.
+func (p *peer) write(c net.Conn, w *bufio.Writer, o outgoing) bool {
+	typ, data := frameFlow, o.flow
+	if o.m != nil {
+		var err error
+		if data, err = proto.Marshal(o.m); err != nil {
+			p.t.log.Error("cannot marshal raft message", "err", err)
+			return true
+		}
+		typ = frameRaft
+	}
+	// a message carrying a huge write-set gets time for its size (at
+	// 10 MB/s at least) before the connection counts as dead
+	_ = c.SetWriteDeadline(time.Now().Add(10*time.Second + time.Duration(len(data))*time.Second/(10<<20)))
+	if err := frame.Write(w, typ, data); err != nil {
+		p.broken(err, len(data))
+		return false
+	}
+	if n := p.t.node.Load(); n != nil && o.m != nil && o.m.GetType() == pb.MsgApp {
+		n.core.stats.SentBytes.Add(uint64(len(data)))
+	}
+	return true
 }
 
 // broken logs a connection that failed while sending: raft messages were

@@ -32,6 +32,33 @@ type Cluster interface {
 	Applied() uint64
 }
 
+// StatusFlusher is implemented by a Cluster whose status averages (flow
+// control paused fraction, queue lengths) FLUSH STATUS starts anew.
+type StatusFlusher interface {
+	FlushStatus()
+}
+
+// flushStatus answers FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, which
+// go-mysql-server refuses and Galera scripts run before they measure, and
+// reports whether q was that statement.
+func (h *Handler) flushStatus(q string) bool {
+	lx := lexer{s: q}
+	if lx.word() != "FLUSH" {
+		return false
+	}
+	w := lx.word()
+	if w == "LOCAL" || w == "NO_WRITE_TO_BINLOG" {
+		w = lx.word()
+	}
+	if w != "STATUS" || lx.word() != "" {
+		return false
+	}
+	if f, ok := h.cluster.(StatusFlusher); ok {
+		f.FlushStatus()
+	}
+	return true
+}
+
 // Handler wraps go-mysql-server's protocol handler: it turns errors into
 // MySQL's codes and SQLSTATEs, refuses work outside the primary component
 // (1047), waits for causal reads (wsrep_sync_wait), retries autocommit
@@ -93,7 +120,7 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{kind: kindInsert}
 	case "SHOW":
 		return stmtInfo{kind: kindShow, nonPrimaryOK: true}
-	case "SET", "USE", "KILL", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT":
+	case "SET", "USE", "KILL", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT", "FLUSH":
 		return stmtInfo{nonPrimaryOK: true}
 	case "COMMIT":
 		return stmtInfo{commit: true}
@@ -327,6 +354,10 @@ func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 // ComQuery implements mysql.Handler.
 func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
 	return h.run(ctx, c, query, func(called *bool) error {
+		if h.flushStatus(query) {
+			*called = true
+			return callback(&sqltypes.Result{}, false)
+		}
 		track := h.tracker(c)
 		fc := &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {
 			*called = true
@@ -349,6 +380,10 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
 	var rest string
 	err := h.run(ctx, c, query, func(called *bool) error {
+		if h.flushStatus(query) {
+			*called, rest = true, ""
+			return callback(&sqltypes.Result{}, false)
+		}
 		var err error
 		track := h.tracker(c)
 		fc := &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/mysql"
 )
 
 // NodeInfo are the per-node values of the wsrep system variables.
@@ -17,7 +18,43 @@ type NodeInfo struct {
 	ClusterAddress string
 	// ProviderOptions is the initial wsrep_provider_options string.
 	ProviderOptions string
+	// SetProviderOptions applies SET GLOBAL wsrep_provider_options: it
+	// takes the options given and returns the whole set now in effect, or
+	// an error (the options change nothing then). Nil: read-only.
+	SetProviderOptions func(options string) (string, error)
 }
+
+// errBadProviderOptions is MariaDB's answer to a wsrep_provider_options
+// value it cannot apply (ER_WRONG_ARGUMENTS).
+func errBadProviderOptions(err error) error {
+	return mysql.NewSQLError(mysql.ERWrongArguments, "HY000", "Incorrect arguments to SET: %v", err)
+}
+
+// providerOptionsVar is wsrep_provider_options. As in Galera, setting it
+// changes only the options named, and reading it shows all of them.
+type providerOptionsVar struct {
+	*sql.MysqlSystemVariable
+	set func(string) (string, error)
+}
+
+// SetValue implements sql.SystemVariable.
+func (v *providerOptionsVar) SetValue(ctx *sql.Context, val any, global bool) (sql.SystemVarValue, error) {
+	if !global {
+		return sql.SystemVarValue{}, sql.ErrSystemVariableGlobalOnly.New(v.Name)
+	}
+	str, ok := val.(string)
+	if !ok {
+		return sql.SystemVarValue{}, sql.ErrInvalidSystemVariableValue.New(v.Name, val)
+	}
+	all, err := v.set(str)
+	if err != nil {
+		return sql.SystemVarValue{}, errBadProviderOptions(err)
+	}
+	return sql.SystemVarValue{Var: v, Val: all}, nil
+}
+
+// IsReadOnly implements sql.SystemVariable.
+func (v *providerOptionsVar) IsReadOnly() bool { return false }
 
 var registerOnce sync.Mutex
 
@@ -46,7 +83,7 @@ func RegisterSystemVariables(info NodeInfo) {
 		str("wsrep_cluster_name", info.ClusterName, global, false),
 		str("wsrep_cluster_address", info.ClusterAddress, global, false),
 		str("wsrep_provider", "certus", global, false),
-		str("wsrep_provider_options", info.ProviderOptions, global, true),
+		providerOptions(info),
 		integer("wsrep_sync_wait", 0, 15, 0, both),
 		boolean("wsrep_causal_reads", 0, both),
 		integer("wsrep_retry_autocommit", 0, 10000, 1, both),
@@ -73,6 +110,17 @@ func RegisterSystemVariables(info NodeInfo) {
 		integer("innodb_autoinc_lock_mode", 0, 2, 2, global),
 		str("default_storage_engine", "InnoDB", both, true),
 	})
+}
+
+func providerOptions(info NodeInfo) sql.SystemVariable {
+	const name = "wsrep_provider_options"
+	global := sql.GetMysqlScope(sql.SystemVariableScope_Global)
+	v := &sql.MysqlSystemVariable{Name: name, Scope: global, Dynamic: info.SetProviderOptions != nil,
+		Type: types.NewSystemStringType(name), Default: info.ProviderOptions}
+	if info.SetProviderOptions == nil {
+		return v
+	}
+	return &providerOptionsVar{MysqlSystemVariable: v, set: info.SetProviderOptions}
 }
 
 // statusRegistry adds computed wsrep status variables to go-mysql-server's
