@@ -439,7 +439,7 @@ func (c *Core) Process() ([]*pb.Message, error) {
 			c.raftState = rd.SoftState.RaftState
 			c.mu.Unlock()
 			if changed {
-				c.log.Info("raft leader changed", "leader", fmt.Sprintf("%016x", rd.SoftState.Lead), "term", c.raw.BasicStatus().Term, "state", rd.SoftState.RaftState.String())
+				c.log.Info("raft leader changed", "leader", fmt.Sprintf("%016x", rd.SoftState.Lead), "term", c.raw.BasicStatus().GetTerm(), "state", rd.SoftState.RaftState.String())
 			}
 		}
 		if rd.HardState != nil {

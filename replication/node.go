@@ -222,13 +222,11 @@ type waiter struct {
 	ch       chan txn.Outcome
 	data     []byte
 	proposed time.Time
-	term     uint64
 	// logged is the term of the entry that put the write-set in this
 	// node's raft log since it was last proposed, at index; 0 while it is
 	// not there.
 	logged, index uint64
-	// dropped is set when the proposal is lost for sure: this node dropped
-	// it at once, or a new leader overwrote its entry.
+	// dropped is set when this node dropped the proposal at once.
 	dropped bool
 	// commitAt is the commit index when the write-set was first proposed.
 	commitAt uint64
@@ -554,19 +552,20 @@ func (n *Node) onLogged(id writeset.ID, index, term uint64) {
 }
 
 // onOverwritten marks the local write-sets whose entries a new leader
-// replaced as lost: the next tick proposes them again.
+// replaced as no longer in the log: tickChecks proposes them again once
+// proposalTimeout has passed since their proposal.
 func (n *Node) onOverwritten(from uint64) {
 	lost := 0
 	n.mu.Lock()
 	for _, w := range n.waiters {
 		if w.logged != 0 && w.index >= from {
-			w.logged, w.dropped = 0, true
+			w.logged = 0
 			lost++
 		}
 	}
 	n.mu.Unlock()
 	if lost > 0 {
-		n.log.Info("a new leader replaced local write-sets in the log: proposing them again", "write_sets", lost, "from_index", from)
+		n.log.Info("a new leader replaced local write-sets in the log: they will be proposed again", "write_sets", lost, "from_index", from)
 	}
 }
 

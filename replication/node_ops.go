@@ -29,7 +29,7 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 	ws.ID.Origin = n.origin.Load()
 	data := ws.Encode(nil)
 	w := &waiter{ch: make(chan txn.Outcome, 1), data: data, proposed: time.Now(), lost: make(chan struct{})}
-	w.term, w.commitAt = n.core.Term(), n.core.Committed()
+	w.commitAt = n.core.Committed()
 	n.mu.Lock()
 	n.waiters[ws.ID] = w
 	n.mu.Unlock()
@@ -98,26 +98,24 @@ func (n *Node) abandon(id writeset.ID) {
 }
 
 // tickChecks re-proposes write-sets whose proposal was lost: dropped by
-// this node at once (no leader known) or overwritten by a new leader, or
-// never seen in this node's raft log (raft drops a proposal without
-// telling, e.g. a forwarded one on a connection that broke) after
-// proposalTimeout, or after an election timeout when the term changed
-// since. A write-set in the log stays: the leader of its term commits it,
-// or a later one overwrites it (onOverwritten). Certification drops a
-// second copy.
+// this node at once (no leader known), or not in this node's raft log
+// proposalTimeout after their proposal (raft drops a proposal without
+// telling, e.g. a forwarded one on a connection that broke or to a leader
+// that lost its term; a new leader may have overwritten it). A write-set
+// in the log stays: the leader of its term commits it, or a later one
+// overwrites it (onOverwritten). Certification drops a second copy. The
+// timeout grows with the size even after a leader change: a 60 MB
+// write-set sent again one election timeout after each change kept the
+// leaders busy enough to lose their terms again (bench bigtxn, twice).
 func (n *Node) tickChecks() {
-	term, committed, horizon := n.core.Term(), n.core.Committed(), n.core.ReproposeHorizon()
+	committed, horizon := n.core.Committed(), n.core.ReproposeHorizon()
 	n.mu.Lock()
 	var again [][]byte
 	for id, w := range n.waiters {
 		if w.logged != 0 {
 			continue // in the log: it commits, or onOverwritten says otherwise
 		}
-		timeout := proposalTimeout(n.electionTimeout(), len(w.data))
-		if w.term < term {
-			timeout = n.electionTimeout() // whoever it went to may not lead anymore
-		}
-		if !w.dropped && time.Since(w.proposed) <= timeout {
+		if !w.dropped && time.Since(w.proposed) <= proposalTimeout(n.electionTimeout(), len(w.data)) {
 			continue
 		}
 		if committed > w.commitAt+horizon {
@@ -127,9 +125,9 @@ func (n *Node) tickChecks() {
 			continue
 		}
 		if !w.dropped {
-			n.log.Warn("proposing a write-set again: it never reached the raft log", "id", id.String(), "bytes", len(w.data))
+			n.log.Warn("proposing a write-set again: it is not in the raft log", "id", id.String(), "bytes", len(w.data))
 		}
-		w.term, w.logged, w.dropped = term, 0, false
+		w.logged, w.dropped = 0, false
 		w.proposed = time.Now()
 		again = append(again, w.data)
 	}
