@@ -163,13 +163,6 @@ func New(cfg Config, now time.Time) *Controller {
 	return &Controller{cfg: cfg, reports: map[uint64]received{}, since: now}
 }
 
-// Config returns the controller's settings.
-func (c *Controller) Config() Config {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cfg
-}
-
 // SetConfig changes the settings (zero fields take the defaults).
 func (c *Controller) SetConfig(cfg Config) {
 	cfg.defaults()
@@ -354,8 +347,8 @@ type Status struct {
 	Active bool
 	// Limit is the admission rate in commits per second (0: unlimited).
 	Limit float64
-	// ApplyRate is how many write-sets per second this node applied
-	// recently.
+	// ApplyRate is how many write-sets per second this node can apply,
+	// as last measured.
 	ApplyRate float64
 	// QueueAvg, QueueMin and QueueMax describe the receive queue samples
 	// since ResetAverages.

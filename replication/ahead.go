@@ -29,9 +29,8 @@ type aheadJob struct {
 	ws      *writeset.WriteSet // decoded, when err is not a decode error
 	err     error
 
-	mu       sync.Mutex
-	p        *storage.Prepared
-	finished bool // run's preparation has ended
+	mu sync.Mutex
+	p  *storage.Prepared // set by run unless dropped; closed by whoever sees both
 }
 
 // run prepares the job once; later calls wait for the first. pause waits
@@ -63,7 +62,6 @@ func (j *aheadJob) run(eng *storage.Engine, pause func() bool) {
 		p, err := eng.Prepare(ws)
 		j.mu.Lock()
 		defer j.mu.Unlock()
-		j.finished = true
 		if j.dropped.Load() {
 			// discarded while it was prepared: the batch is ours to close
 			if p != nil {
@@ -74,9 +72,6 @@ func (j *aheadJob) run(eng *storage.Engine, pause func() bool) {
 		}
 		j.p, j.err = p, err
 	})
-	j.mu.Lock()
-	j.finished = true
-	j.mu.Unlock()
 }
 
 // discard drops the job's batch. It never waits: a preparation in progress
@@ -86,7 +81,7 @@ func (j *aheadJob) discard() {
 	j.dropped.Store(true)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.finished && j.p != nil {
+	if j.p != nil {
 		j.p.Close()
 		j.p = nil
 	}
@@ -129,7 +124,7 @@ func (c *Core) noteAppended(ents []*pb.Entry, last uint64) {
 			continue
 		}
 		if c.cfg.OnLogged != nil {
-			c.cfg.OnLogged(id, e.GetIndex(), e.GetTerm())
+			c.cfg.OnLogged(id, e.GetIndex())
 		}
 		if !ahead || len(e.GetData()) < c.cfg.PrepareAheadBytes {
 			continue

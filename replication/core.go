@@ -80,13 +80,13 @@ type CoreConfig struct {
 	// (nil: never logged). No decision of the core depends on it.
 	Now func() time.Time
 	// OnLogged is called, on the goroutine driving the core, for every
-	// write-set appended to this node's raft log, with the index and term
-	// of its entry. A proposer that never sees its write-set logged knows
+	// write-set appended to this node's raft log, with the index of its
+	// entry. A proposer that never sees its write-set logged knows
 	// the proposal was lost (raft drops proposals without telling, e.g. a
 	// forwarded one on a broken connection) and proposes it again; one in
 	// the log stays there until it commits or OnOverwritten says a new
 	// leader replaced it.
-	OnLogged func(id writeset.ID, index, term uint64)
+	OnLogged func(id writeset.ID, index uint64)
 	// OnOverwritten is called, on the goroutine driving the core, when a
 	// new leader replaced this node's log entries from index from on,
 	// before OnLogged reports the entries that replaced them. A write-set

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -87,8 +88,8 @@ func (n *Node) receiveFlow(from uint64, data []byte) error {
 }
 
 // admit waits until flow control admits one more local commit; false:
-// the node stopped or the caller gave up first.
-func (n *Node) admit(stop, ctxDone <-chan struct{}) bool {
+// the node stopped or ctx ended first.
+func (n *Node) admit(ctx context.Context) bool {
 	since := time.Now()
 	for {
 		d := n.flow.Admit(time.Now(), since)
@@ -98,10 +99,10 @@ func (n *Node) admit(stop, ctxDone <-chan struct{}) bool {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
-		case <-stop:
+		case <-n.stopc:
 			t.Stop()
 			return false
-		case <-ctxDone:
+		case <-ctx.Done():
 			t.Stop()
 			return false
 		}
@@ -110,9 +111,6 @@ func (n *Node) admit(stop, ctxDone <-chan struct{}) bool {
 
 // FlowStatus returns the node's flow control state.
 func (n *Node) FlowStatus() flowcontrol.Status { return n.flow.Status(time.Now()) }
-
-// FlowConfig returns the node's flow control settings.
-func (n *Node) FlowConfig() flowcontrol.Config { return n.flow.Config() }
 
 // SetFlowConfig changes the node's flow control settings.
 func (n *Node) SetFlowConfig(cfg flowcontrol.Config) { n.flow.SetConfig(cfg) }

@@ -222,10 +222,10 @@ type waiter struct {
 	ch       chan txn.Outcome
 	data     []byte
 	proposed time.Time
-	// logged is the term of the entry that put the write-set in this
-	// node's raft log since it was last proposed, at index; 0 while it is
-	// not there.
-	logged, index uint64
+	// logged is set while the write-set is in this node's raft log, at
+	// index, since it was last proposed.
+	logged bool
+	index  uint64
 	// dropped is set when this node dropped the proposal at once.
 	dropped bool
 	// commitAt is the commit index when the write-set was first proposed.
@@ -542,11 +542,11 @@ func (n *Node) prepareLoop() {
 }
 
 // onLogged notes that a local write-set reached this node's raft log.
-func (n *Node) onLogged(id writeset.ID, index, term uint64) {
+func (n *Node) onLogged(id writeset.ID, index uint64) {
 	n.writers.note(id.Origin, time.Now())
 	n.mu.Lock()
 	if w := n.waiters[id]; w != nil {
-		w.logged, w.index, w.dropped = term, index, false
+		w.logged, w.index, w.dropped = true, index, false
 	}
 	n.mu.Unlock()
 }
@@ -558,8 +558,8 @@ func (n *Node) onOverwritten(from uint64) {
 	lost := 0
 	n.mu.Lock()
 	for _, w := range n.waiters {
-		if w.logged != 0 && w.index >= from {
-			w.logged = 0
+		if w.logged && w.index >= from {
+			w.logged = false
 			lost++
 		}
 	}

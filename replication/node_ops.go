@@ -20,7 +20,7 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 	if !n.Primary() {
 		return txn.Outcome{}, ErrNotPrimary
 	}
-	if !n.admit(n.stopc, ctx.Done()) {
+	if !n.admit(ctx) {
 		if ctx.Err() != nil {
 			return txn.Outcome{}, ctx.Err()
 		}
@@ -112,7 +112,7 @@ func (n *Node) tickChecks() {
 	n.mu.Lock()
 	var again [][]byte
 	for id, w := range n.waiters {
-		if w.logged != 0 {
+		if w.logged {
 			continue // in the log: it commits, or onOverwritten says otherwise
 		}
 		if !w.dropped && time.Since(w.proposed) <= proposalTimeout(n.electionTimeout(), len(w.data)) {
@@ -127,7 +127,7 @@ func (n *Node) tickChecks() {
 		if !w.dropped {
 			n.log.Warn("proposing a write-set again: it is not in the raft log", "id", id.String(), "bytes", len(w.data))
 		}
-		w.logged, w.dropped = 0, false
+		w.logged, w.dropped = false, false
 		w.proposed = time.Now()
 		again = append(again, w.data)
 	}

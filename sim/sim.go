@@ -569,7 +569,7 @@ func (n *node) pendingWork() bool { return len(n.pending) > 0 || len(n.reads) > 
 // onApplied checks every applied write-set against what the other nodes
 // decided at the same seqno and answers local clients.
 // onLogged notes that a pending write-set of this node reached its log.
-func (n *node) onLogged(id writeset.ID, index, term uint64) {
+func (n *node) onLogged(id writeset.ID, index uint64) {
 	if o := n.pending[id]; o != nil {
 		o.logged, o.index, o.lost = true, index, false
 	}

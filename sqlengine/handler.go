@@ -39,24 +39,12 @@ type StatusFlusher interface {
 }
 
 // flushStatus answers FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, which
-// go-mysql-server refuses and Galera scripts run before they measure, and
-// reports whether q was that statement.
-func (h *Handler) flushStatus(q string) bool {
-	lx := lexer{s: q}
-	if lx.word() != "FLUSH" {
-		return false
-	}
-	w := lx.word()
-	if w == "LOCAL" || w == "NO_WRITE_TO_BINLOG" {
-		w = lx.word()
-	}
-	if w != "STATUS" || lx.word() != "" {
-		return false
-	}
+// go-mysql-server refuses and Galera scripts run before they measure.
+func (h *Handler) flushStatus(callback func(*sqltypes.Result) error) error {
 	if f, ok := h.cluster.(StatusFlusher); ok {
 		f.FlushStatus()
 	}
-	return true
+	return callback(&sqltypes.Result{})
 }
 
 // Handler wraps go-mysql-server's protocol handler: it turns errors into
@@ -97,6 +85,7 @@ type stmtInfo struct {
 	drop         bool // DROP: a missing table is 1051, not 1146
 	empty        bool // no SQL at all (1065)
 	ddl          bool // CREATE, DROP, ALTER, RENAME, TRUNCATE
+	flushStatus  bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, and nothing else
 }
 
 func inspect(q string) stmtInfo {
@@ -120,7 +109,13 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{kind: kindInsert}
 	case "SHOW":
 		return stmtInfo{kind: kindShow, nonPrimaryOK: true}
-	case "SET", "USE", "KILL", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT", "FLUSH":
+	case "FLUSH":
+		w := lx.word()
+		if w == "LOCAL" || w == "NO_WRITE_TO_BINLOG" {
+			w = lx.word()
+		}
+		return stmtInfo{nonPrimaryOK: true, flushStatus: w == "STATUS" && lx.word() == ""}
+	case "SET", "USE", "KILL", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT":
 		return stmtInfo{nonPrimaryOK: true}
 	case "COMMIT":
 		return stmtInfo{commit: true}
@@ -270,8 +265,9 @@ func (h *Handler) tracker(c *mysql.Conn) func(r *sqltypes.Result) {
 }
 
 // run executes one statement through exec with the checks, the retry of
-// autocommit certification failures and the error mapping.
-func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec func(called *bool) error) (err error) {
+// autocommit certification failures and the error mapping; exec gets what
+// inspect learned of the statement.
+func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec func(info stmtInfo, called *bool) error) (err error) {
 	defer h.recoverPanic(&err)
 	if h.beforeStatement != nil {
 		h.beforeStatement()
@@ -293,7 +289,7 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	left := retries(s, info)
 	for {
 		called := false
-		err = exec(&called)
+		err = exec(info, &called)
 		if err == nil {
 			return nil
 		}
@@ -353,10 +349,10 @@ func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 
 // ComQuery implements mysql.Handler.
 func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
-	return h.run(ctx, c, query, func(called *bool) error {
-		if h.flushStatus(query) {
+	return h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
+		if info.flushStatus {
 			*called = true
-			return callback(&sqltypes.Result{}, false)
+			return h.flushStatus(func(r *sqltypes.Result) error { return callback(r, false) })
 		}
 		track := h.tracker(c)
 		fc := &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {
@@ -379,10 +375,10 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 // ComMultiQuery implements mysql.Handler.
 func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
 	var rest string
-	err := h.run(ctx, c, query, func(called *bool) error {
-		if h.flushStatus(query) {
+	err := h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
+		if info.flushStatus {
 			*called, rest = true, ""
-			return callback(&sqltypes.Result{}, false)
+			return h.flushStatus(func(r *sqltypes.Result) error { return callback(r, false) })
 		}
 		var err error
 		track := h.tracker(c)
@@ -461,7 +457,7 @@ func cloneFields(fields []*querypb.Field) []*querypb.Field {
 
 // ComStmtExecute implements mysql.Handler.
 func (h *Handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
-	return h.run(ctx, c, prepare.PrepareStmt, func(called *bool) error {
+	return h.run(ctx, c, prepare.PrepareStmt, func(_ stmtInfo, called *bool) error {
 		track := h.tracker(c)
 		fc := &fastCall{h: h, c: c, s: h.session(c), query: prepare.PrepareStmt, prepared: true, binds: prepare.BindVars,
 			out: func(r *sqltypes.Result) error {
