@@ -25,6 +25,7 @@ import (
 //	             (HAProxy's httpchk)
 //	GET /status  the node's state as JSON
 //	GET /metrics Prometheus metrics
+//	GET /debug/storage   pebble's LSM metrics (levels, memtables, caches)
 //	GET /debug/pprof/... Go profiles
 type httpServer struct {
 	srv *http.Server
@@ -63,6 +64,10 @@ func startHTTP(n *Node, addr string) (*httpServer, error) {
 	if n.cfg.FaultInjection {
 		mux.HandleFunc("/debug/fault", n.handleFault)
 	}
+	mux.HandleFunc("/debug/storage", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(n.Eng.DB().Metrics().String()))
+	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -200,11 +200,8 @@ type Node struct {
 	mu      sync.Mutex
 	waiters map[writeset.ID]*waiter
 
-	readMu      sync.Mutex
-	readPending []*readWaiter // requests for the next ReadIndex round
-	readFlight  []*readWaiter // requests of the round in flight
-	readCtx     uint64
-	readStarted time.Time
+	readMu sync.Mutex
+	reads  readQueue // causal reads waiting for ReadIndex rounds
 
 	appliedMu sync.Mutex
 	appliedCh chan struct{}
@@ -232,15 +229,6 @@ type waiter struct {
 	commitAt uint64
 	// lost is closed when the node gives up on the write-set's outcome.
 	lost chan struct{}
-}
-
-type readWaiter struct {
-	ch chan readResult
-}
-
-type readResult struct {
-	index uint64
-	err   error
 }
 
 // Stats are cumulative counters for status variables.

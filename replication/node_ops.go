@@ -143,21 +143,24 @@ func (n *Node) failAll(err error) {
 	n.waiters = map[writeset.ID]*waiter{}
 	n.mu.Unlock()
 	n.readMu.Lock()
-	all := append(n.readPending, n.readFlight...)
-	n.readPending, n.readFlight = nil, nil
+	all := n.reads.drain()
 	n.readMu.Unlock()
-	for _, r := range all {
-		r.ch <- readResult{err: err}
+	answer(all, readResult{err: err})
+}
+
+func answer(ws []*readWaiter, res readResult) {
+	for _, w := range ws {
+		w.ch <- res
 	}
 }
 
 // ReadIndex returns the cluster's commit index as of the call: every write
 // acknowledged before it returns is at or below the index. Concurrent calls
-// share one raft ReadIndex round.
+// share a raft ReadIndex round.
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	r := &readWaiter{ch: make(chan readResult, 1)}
 	n.readMu.Lock()
-	n.readPending = append(n.readPending, r)
+	n.reads.add(r)
 	n.readMu.Unlock()
 	select {
 	case n.readc <- struct{}{}:
@@ -171,64 +174,46 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	}
 }
 
-// startRead starts a ReadIndex round for the pending requests unless one is
-// in flight (the loop starts the next one when it finishes).
+// startRead starts a ReadIndex round for the pending requests (see
+// readQueue.start).
 func (n *Node) startRead() {
 	n.readMu.Lock()
-	defer n.readMu.Unlock()
-	if len(n.readFlight) > 0 || len(n.readPending) == 0 {
-		return
+	ctx, ok := n.reads.start(time.Now())
+	n.readMu.Unlock()
+	if ok {
+		n.core.stats.ReadIndexRounds.Add(1)
+		n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
 	}
-	n.readFlight, n.readPending = n.readPending, nil
-	n.readCtx++
-	n.readStarted = time.Now()
-	n.core.stats.ReadIndexRounds.Add(1)
-	n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, n.readCtx))
 }
 
+// finishRead answers the callers raft's ReadState serves.
 func (n *Node) finishRead(rs raft.ReadState) {
 	if len(rs.RequestCtx) != 8 {
 		return
 	}
 	n.readMu.Lock()
-	if binary.BigEndian.Uint64(rs.RequestCtx) != n.readCtx {
-		n.readMu.Unlock()
-		return
-	}
-	flight := n.readFlight
-	n.readFlight = nil
-	pending := len(n.readPending) > 0
+	done := n.reads.finish(binary.BigEndian.Uint64(rs.RequestCtx))
 	n.readMu.Unlock()
-	for _, r := range flight {
-		r.ch <- readResult{index: rs.Index}
-	}
-	if pending {
-		n.startRead()
-	}
+	answer(done, readResult{index: rs.Index})
+	n.startRead()
 }
 
-// checkReadTimeout fails a ReadIndex round that got no answer (no leader,
-// or the request was lost) after an election timeout; callers retry.
+// checkReadTimeout fails the ReadIndex rounds that got no answer (no
+// leader, or the request was lost) after an election timeout; callers
+// retry.
 func (n *Node) checkReadTimeout() {
 	n.readMu.Lock()
-	if len(n.readFlight) == 0 || time.Since(n.readStarted) < n.electionTimeout() {
-		n.readMu.Unlock()
+	failed := n.reads.expire(time.Now(), n.electionTimeout())
+	n.readMu.Unlock()
+	if len(failed) == 0 {
 		return
 	}
-	flight := n.readFlight
-	n.readFlight = nil
-	pending := len(n.readPending) > 0
-	n.readMu.Unlock()
 	err := ErrSyncWaitTimeout
 	if !n.Primary() {
 		err = ErrNotPrimary
 	}
-	for _, r := range flight {
-		r.ch <- readResult{err: err}
-	}
-	if pending {
-		n.startRead()
-	}
+	answer(failed, readResult{err: err})
+	n.startRead()
 }
 
 // WaitApplied blocks until the node has applied seqno.

@@ -34,7 +34,8 @@ both and run, alternating which system goes first:
   b  all load on node 1: oltp_read_write, oltp_point_select, oltp_write_only
   c  load spread: one sysbench per node (threads/3 each): oltp_read_write, oltp_write_only
   d  causal-read cost: oltp_read_only on node 2 with wsrep_sync_wait 0 and 3
-     while oltp_write_only runs on node 1 (threads/2 each)
+     while oltp_write_only runs on node 1 (threads/2 each); each setting
+     twice, in the order 0, 3, 3, 0, and the means reported
   e  stale reads: commit on node 1, read at once on nodes 2 and 3, with
      wsrep_sync_wait 0 and 1, under oltp_write_only load on node 1
 
@@ -108,10 +109,14 @@ func progress(format string, args ...any) {
 }
 
 // alternate runs fn for each system, the first system going first on
-// even rounds and last on odd ones.
+// even rounds and last on odd ones, each once the machine is quiet (see
+// bench.WaitQuiet).
 func alternate(systems []cluster3, round int, fn func(i int, s cluster3)) {
 	for k := range systems {
 		i := (k + round) % len(systems)
+		if w := bench.WaitQuiet(30 * time.Second); w > 2*time.Second {
+			progress("waited %.0fs for the machine to quiet down", w.Seconds())
+		}
 		fn(i, systems[i])
 	}
 }
@@ -167,35 +172,49 @@ func scenarioC(systems []cluster3, opts bench.SysbenchOpts) {
 		bench.Table(ratioHeader(systems, []string{"workload", "threads"}, "tps", "qps", "errors/s"), rows))
 }
 
+// scenarioD runs each wsrep_sync_wait setting twice, in the order 0, 3,
+// 3, 0, and reports the means: the cluster's speed drifts over a run (the
+// write load grows the tables and the LSM), and a single run of each
+// setting read that drift as the cost of causal reads.
 func scenarioD(systems []cluster3, opts bench.SysbenchOpts) {
 	half := opts
 	half.Threads = max(1, opts.Threads/2)
-	var rows [][]string
-	base := make([]float64, len(systems))
-	for round, sw := range []int{0, 3} {
-		reads := make([]bench.Result, len(systems))
-		writes := make([]bench.Result, len(systems))
+	settings := []int{0, 3}
+	type sums struct{ readQPS, readP95, writeTPS float64 }
+	total := make([][]sums, len(settings)) // [setting][system]
+	for k := range total {
+		total[k] = make([]sums, len(systems))
+	}
+	for round, k := range []int{0, 1, 1, 0} {
+		sw := settings[k]
 		alternate(systems, round, func(i int, s cluster3) {
 			progress("d: %s, oltp_read_only on node 2 with wsrep_sync_wait=%d, oltp_write_only on node 1", s.name, sw)
-			var err error
-			reads[i], writes[i], err = bench.CausalCost(s.targets[0], s.targets[1], sw, half)
+			read, write, err := bench.CausalCost(s.targets[0], s.targets[1], sw, half)
 			if err != nil {
 				progress("d: %s: %v", s.name, err)
 			}
+			progress("d: %s, wsrep_sync_wait=%d: read %.0f qps, write %.0f tps", s.name, sw, read.QPS, write.TPS)
+			total[k][i].readQPS += read.QPS / 2
+			total[k][i].readP95 += read.P95Ms / 2
+			total[k][i].writeTPS += write.TPS / 2
 		})
+	}
+	var rows [][]string
+	for k, sw := range settings {
 		row := []string{fmt.Sprint(sw)}
+		reads := make([]bench.Result, len(systems))
 		for i := range systems {
+			m := total[k][i]
+			reads[i] = bench.Result{QPS: m.readQPS}
 			lost := ""
-			if sw == 0 {
-				base[i] = reads[i].QPS
-			} else if base[i] > 0 {
-				lost = fmt.Sprintf("%.1f%%", 100*(1-reads[i].QPS/base[i]))
+			if base := total[0][i].readQPS; k > 0 && base > 0 {
+				lost = fmt.Sprintf("%.1f%%", 100*(1-m.readQPS/base))
 			}
-			row = append(row, fmt.Sprintf("%.0f", reads[i].QPS), fmt.Sprintf("%.2f", reads[i].P95Ms), fmt.Sprintf("%.0f", writes[i].TPS), lost)
+			row = append(row, fmt.Sprintf("%.0f", m.readQPS), fmt.Sprintf("%.2f", m.readP95), fmt.Sprintf("%.0f", m.writeTPS), lost)
 		}
 		rows = append(rows, appendRatio(row, reads, func(r bench.Result) float64 { return r.QPS }))
 	}
-	fmt.Printf("\nd. causal-read cost: oltp_read_only (%d threads) on node 2 while oltp_write_only (%d threads) runs on node 1\n\n%s",
+	fmt.Printf("\nd. causal-read cost: oltp_read_only (%d threads) on node 2 while oltp_write_only (%d threads) runs on node 1; mean of two runs per setting, run in the order 0, 3, 3, 0\n\n%s",
 		half.Threads, half.Threads, bench.Table(ratioHeader(systems, []string{"wsrep_sync_wait"}, "read qps", "read p95 ms", "write tps", "read qps lost"), rows))
 }
 

@@ -71,6 +71,13 @@ connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
 				}
 				wg.Wait()
 			}
+			// A kept data dir that already holds the cluster restarts it:
+			// a member alone is no majority, so every node starts before
+			// any is waited for. A new cluster grows one node at a time.
+			restart := false
+			if _, err := os.Stat(filepath.Join(dataDir, procs[0].name, "db")); err == nil {
+				restart = true
+			}
 			for i, p := range procs {
 				a := []string{"node", "--name", p.name, "--data-dir", filepath.Join(dataDir, p.name),
 					"--sql-addr", p.sql, "--http-addr", p.http, "--peer-addr", p.peer,
@@ -95,9 +102,19 @@ connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
 					}
 					_ = p.cmd.Wait()
 				}(p, out)
-				if err := waitHealthy(p.http, 60*time.Second); err != nil {
-					stopAll()
-					return fmt.Errorf("%s did not become Synced: %w", p.name, err)
+				if !restart {
+					if err := waitHealthy(p.http, 60*time.Second); err != nil {
+						stopAll()
+						return fmt.Errorf("%s did not become Synced: %w", p.name, err)
+					}
+				}
+			}
+			if restart {
+				for _, p := range procs {
+					if err := waitHealthy(p.http, 60*time.Second); err != nil {
+						stopAll()
+						return fmt.Errorf("%s did not become Synced: %w", p.name, err)
+					}
 				}
 			}
 			fmt.Printf("\nCertus demo cluster is up: %d nodes, data in %s\n\n", nodes, dataDir)

@@ -1,0 +1,94 @@
+package replication
+
+import (
+	"testing"
+	"time"
+)
+
+// TestReadQueue drives the causal-read bookkeeping through rounds that
+// overlap, answers that skip a dropped round, late answers, timeouts and
+// the bound on rounds in flight.
+func TestReadQueue(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	type step struct {
+		do      string // "add", "start", "finish", "expire", "drain"
+		ctx     uint64 // finish: the context raft answered
+		at      time.Duration
+		want    int    // callers served (finish, expire, drain) or 1/0 started (start)
+		wantCtx uint64 // start: the new round's context
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"rounds overlap and finish in order", []step{
+			{do: "add"}, {do: "start", want: 1, wantCtx: 1},
+			{do: "add"}, {do: "add"}, {do: "start", want: 1, wantCtx: 2},
+			{do: "finish", ctx: 1, want: 1},
+			{do: "finish", ctx: 2, want: 2},
+			{do: "drain", want: 0},
+		}},
+		{"nothing pending starts nothing", []step{
+			{do: "start", want: 0},
+			{do: "add"}, {do: "start", want: 1, wantCtx: 1}, {do: "start", want: 0},
+		}},
+		{"an answer serves the earlier dropped rounds", []step{
+			{do: "add"}, {do: "start", want: 1, wantCtx: 1},
+			{do: "add"}, {do: "start", want: 1, wantCtx: 2},
+			{do: "add"}, {do: "start", want: 1, wantCtx: 3},
+			{do: "finish", ctx: 2, want: 2},
+			{do: "finish", ctx: 1, want: 0}, // late answer of a served round
+			{do: "finish", ctx: 3, want: 1},
+		}},
+		{"timeouts fail the old rounds only", []step{
+			{do: "add"}, {do: "start", want: 1, wantCtx: 1},
+			{do: "add"}, {do: "add"}, {do: "start", at: 600 * time.Millisecond, want: 1, wantCtx: 2},
+			{do: "expire", at: 900 * time.Millisecond, want: 0},
+			{do: "expire", at: 1000 * time.Millisecond, want: 1},
+			{do: "finish", ctx: 1, want: 0},
+			{do: "add"}, // pending, not in flight: not expired
+			{do: "expire", at: 1600 * time.Millisecond, want: 2},
+			{do: "drain", want: 1},
+		}},
+		{"rounds in flight are bounded", func() []step {
+			var s []step
+			for i := 1; i <= maxReadRounds; i++ {
+				s = append(s, step{do: "add"}, step{do: "start", want: 1, wantCtx: uint64(i)})
+			}
+			return append(s, step{do: "add"}, step{do: "add"}, step{do: "start", want: 0},
+				step{do: "finish", ctx: 1, want: 1},
+				step{do: "start", want: 1, wantCtx: maxReadRounds + 1},
+				step{do: "drain", want: maxReadRounds + 1})
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var q readQueue
+			for i, s := range tc.steps {
+				now := t0.Add(s.at)
+				got := 0
+				switch s.do {
+				case "add":
+					q.add(&readWaiter{})
+					continue
+				case "start":
+					ctx, ok := q.start(now)
+					if ok {
+						got = 1
+						if ctx != s.wantCtx {
+							t.Fatalf("step %d: started round %d, want %d", i, ctx, s.wantCtx)
+						}
+					}
+				case "finish":
+					got = len(q.finish(s.ctx))
+				case "expire":
+					got = len(q.expire(now, time.Second))
+				case "drain":
+					got = len(q.drain())
+				}
+				if got != s.want {
+					t.Fatalf("step %d (%s %d): got %d, want %d", i, s.do, s.ctx, got, s.want)
+				}
+			}
+		})
+	}
+}
