@@ -23,6 +23,9 @@ var errNotPrepared = errors.New("replication: write-set not prepared ahead")
 type aheadJob struct {
 	index, term uint64
 	data        []byte
+	// after is the index of the last write-set of the same origin logged
+	// before this one (or an index at or above it): see run.
+	after uint64
 
 	dropped atomic.Bool // discarded: stop waiting
 	once    sync.Once
@@ -50,9 +53,12 @@ func (j *aheadJob) run(eng *storage.Engine, pause func() bool) {
 			return
 		}
 		// every write the write-set's rows may legitimately have seen
-		// must be applied first; writes ordered after its read positions
-		// fail its certification, and the batch is then dropped
-		need := min(readPositions(ws), j.index-1)
+		// must be applied first: another origin's writes ordered after its
+		// read positions fail its certification (the batch is then
+		// dropped), but its own origin's never do (that origin's row locks
+		// ordered them, and a key first read at the transaction's snapshot
+		// keeps that older position), so those are waited for too
+		need := min(max(readPositions(ws), j.after), j.index-1)
 		for eng.Applied() < need {
 			if pause == nil || j.dropped.Load() || !pause() {
 				j.err = errNotPrepared
@@ -109,7 +115,8 @@ func readPositions(ws *writeset.WriteSet) uint64 {
 // noteAppended reports entries just appended to a log that ended at last:
 // the replaced ones (OnOverwritten), every write-set (OnLogged), and it
 // starts an ahead job for each big one. A job at an index whose entry was
-// replaced is discarded.
+// replaced is discarded. An origin's last index may then name a replaced
+// entry: a job waits for more than it needs, never less.
 func (c *Core) noteAppended(ents []*pb.Entry, last uint64) {
 	if len(ents) > 0 && ents[0].GetIndex() <= last && c.cfg.OnOverwritten != nil {
 		c.cfg.OnOverwritten(ents[0].GetIndex())
@@ -126,10 +133,12 @@ func (c *Core) noteAppended(ents []*pb.Entry, last uint64) {
 		if c.cfg.OnLogged != nil {
 			c.cfg.OnLogged(id, e.GetIndex())
 		}
+		after := max(c.originFloor, c.originLast[id.Origin])
+		c.originLast[id.Origin] = e.GetIndex()
 		if !ahead || len(e.GetData()) < c.cfg.PrepareAheadBytes {
 			continue
 		}
-		j := &aheadJob{index: e.GetIndex(), term: e.GetTerm(), data: e.GetData()}
+		j := &aheadJob{index: e.GetIndex(), term: e.GetTerm(), data: e.GetData(), after: after}
 		c.aheadMu.Lock()
 		old := c.ahead[j.index]
 		c.ahead[j.index] = j

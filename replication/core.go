@@ -150,7 +150,13 @@ type Core struct {
 	aheadMu  sync.Mutex
 	ahead    map[uint64]*aheadJob
 	aheadNew []*aheadJob
-	queue    []queued // committed entries not applied yet, in log order
+	// originLast is, per origin, the index of its last write-set logged
+	// since start; originFloor the last index of the log at start (raft
+	// loop only). An ahead job waits for its origin's earlier write-sets:
+	// they never conflict with it, so its read positions do not cover them.
+	originLast  map[uint64]uint64
+	originFloor uint64
+	queue       []queued // committed entries not applied yet, in log order
 
 	stats Stats
 }
@@ -193,11 +199,12 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 	}
 	c := &Core{
 		cfg: cfg, log: cfg.Logger, eng: cfg.Engine, logs: logs,
-		cert:      certify.New(cfg.Cert),
-		promoting: map[uint64]uint64{},
-		members:   map[uint64]Member{},
-		snapSent:  map[uint64]snapSent{},
-		ahead:     map[uint64]*aheadJob{},
+		cert:       certify.New(cfg.Cert),
+		promoting:  map[uint64]uint64{},
+		members:    map[uint64]Member{},
+		snapSent:   map[uint64]snapSent{},
+		ahead:      map[uint64]*aheadJob{},
+		originLast: map[uint64]uint64{},
 	}
 	logs.setSnapshotter(c.snapshot)
 	if cfg.Joiner != nil {
@@ -257,6 +264,7 @@ func (c *Core) open() error {
 	c.raw = raw
 	c.compactedAt = applied
 	last, _ := logs.LastIndex()
+	c.originFloor = last
 	if last == 0 && len(cfg.Bootstrap) > 0 {
 		uuid := cfg.ClusterUUID
 		if uuid == "" {
