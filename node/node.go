@@ -64,6 +64,10 @@ type Config struct {
 	// wsrep_provider_options does ("gcs.fc_limit = 100; gcs.fc_factor =
 	// 1.0"); SET GLOBAL wsrep_provider_options changes them at runtime.
 	ProviderOptions string
+	// ApplierThreads is wsrep_applier_threads: more than one builds
+	// write-sets' batches in parallel ahead of the in-order commit (see
+	// replication.Config.ApplierThreads). SET GLOBAL changes it.
+	ApplierThreads int
 	// Logger receives the node's log.
 	Logger *slog.Logger
 }
@@ -189,6 +193,7 @@ func (n *Node) start() error {
 		SyncLog:           cfg.SyncCommit,
 		LogRetentionBytes: cfg.GCacheSize,
 		FlowControl:       n.opts.flow,
+		ApplierThreads:    cfg.ApplierThreads,
 		Joiner:            n.joiner,
 		Logger:            n.log,
 	})
@@ -218,6 +223,7 @@ func (n *Node) start() error {
 			NodeName: cfg.Name, NodeAddress: cfg.PeerAddr, ClusterName: cfg.ClusterName,
 			ClusterAddress:  "certus://" + strings.Join(cfg.Join, ","),
 			ProviderOptions: n.opts.String(), SetProviderOptions: n.setProviderOptions,
+			ApplierThreads: cfg.ApplierThreads, SetApplierThreads: n.Repl.SetApplierThreads,
 		},
 		Status: n.WsrepStatus,
 		Logger: n.log,
@@ -373,7 +379,7 @@ func (c clusterView) ClusterUUID() string { return c.n.Repl.Status().ClusterUUID
 func (c clusterView) Applied() uint64     { return c.n.Eng.Applied() }
 
 // FlushStatus implements sqlengine.StatusFlusher.
-func (c clusterView) FlushStatus() { c.n.Repl.ResetFlowAverages() }
+func (c clusterView) FlushStatus() { c.n.Repl.ResetAverages() }
 
 // setProviderOptions applies SET GLOBAL wsrep_provider_options.
 func (n *Node) setProviderOptions(s string) (string, error) {

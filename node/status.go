@@ -123,8 +123,8 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 		"wsrep_flow_control_requested": trueFalse(fc.Requested),
 		"certus_flow_control_rate":     fc.Limit,
 		"certus_apply_rate":            fc.ApplyRate,
-		"wsrep_cert_deps_distance":     1.0,
-		"wsrep_apply_window":           1.0,
+		"wsrep_cert_deps_distance":     mean(stats.DepsDistance.Load(), stats.DepsCount.Load()),
+		"wsrep_apply_window":           mean(stats.ApplyWindow.Load(), stats.ApplyWindowCount.Load()),
 		"wsrep_commit_window":          1.0,
 		"wsrep_cert_index_size":        uint64(st.CertKeys),
 		"wsrep_incoming_addresses":     strings.Join(addrs, ","),
@@ -146,4 +146,12 @@ func localIndex(voters []uint64, id uint64) uint64 {
 		}
 	}
 	return 0
+}
+
+// mean is sum/n, or 1 when nothing was counted (Galera's idle values).
+func mean(sum, n uint64) float64 {
+	if n == 0 {
+		return 1
+	}
+	return float64(sum) / float64(n)
 }

@@ -15,17 +15,26 @@ import (
 // way (it cannot be prepared ahead, or the job was discarded).
 var errNotPrepared = errors.New("replication: write-set not prepared ahead")
 
-// aheadJob prepares one big write-set's batch before its turn in the log
-// (see storage.Engine.Prepare), from the moment its entry reaches this
-// node's log. The apply stage then only certifies it and commits the
-// batch, so the small commits ordered after it wait for that instead of
-// for the whole build (seconds for a million rows).
+// aheadJob prepares one write-set's batch before its turn in the log (see
+// storage.Engine.Prepare), from the moment its entry reaches this node's
+// log. The apply stage then only certifies it and commits the batch, so
+// the commits ordered after a big write-set wait for that instead of for
+// the whole build (seconds for a million rows), and with parallel apply
+// (wsrep_applier_threads) small write-sets are built by several workers at
+// once while the apply stage commits them in log order.
 type aheadJob struct {
 	index, term uint64
 	data        []byte
 	// after is the index of the last write-set of the same origin logged
 	// before this one (or an index at or above it): see run.
 	after uint64
+	// floor is the last write-set logged before this one without a job
+	// (whose keys the dependency tracker never saw).
+	floor uint64
+	// need is what the job waits for when deps is set: the dependency
+	// tracker's answer, given when the job was dispatched (small jobs).
+	need uint64
+	deps bool
 
 	dropped atomic.Bool // discarded: stop waiting
 	once    sync.Once
@@ -42,12 +51,15 @@ type aheadJob struct {
 // where everything before the job's entry is applied.
 func (j *aheadJob) run(eng *storage.Engine, pause func() bool) {
 	j.once.Do(func() {
-		ws, err := writeset.Decode(j.data)
-		if err != nil {
-			j.err = err
-			return
+		ws := j.ws
+		if ws == nil {
+			var err error
+			if ws, err = writeset.Decode(j.data); err != nil {
+				j.err = err
+				return
+			}
+			j.ws = ws
 		}
-		j.ws = ws
 		if j.dropped.Load() || !storage.CanPrepare(ws) {
 			j.err = errNotPrepared
 			return
@@ -59,6 +71,9 @@ func (j *aheadJob) run(eng *storage.Engine, pause func() bool) {
 		// ordered them, and a key first read at the transaction's snapshot
 		// keeps that older position), so those are waited for too
 		need := min(max(readPositions(ws), j.after), j.index-1)
+		if j.deps {
+			need = j.need // the keys' last writers (see depTracker)
+		}
 		for eng.Applied() < need {
 			if pause == nil || j.dropped.Load() || !pause() {
 				j.err = errNotPrepared
@@ -114,20 +129,37 @@ func readPositions(ws *writeset.WriteSet) uint64 {
 
 // noteAppended reports entries just appended to a log that ended at last:
 // the replaced ones (OnOverwritten), every write-set (OnLogged), and it
-// starts an ahead job for each big one. A job at an index whose entry was
-// replaced is discarded. An origin's last index may then name a replaced
-// entry: a job waits for more than it needs, never less.
+// queues an ahead job for each big one (each one, with parallel apply).
+// The jobs of replaced entries are discarded. An origin's last index, or
+// the floor, may then name a replaced entry: a job waits for more than it
+// needs, never less.
 func (c *Core) noteAppended(ents []*pb.Entry, last uint64) {
-	if len(ents) > 0 && ents[0].GetIndex() <= last && c.cfg.OnOverwritten != nil {
-		c.cfg.OnOverwritten(ents[0].GetIndex())
+	if len(ents) > 0 && ents[0].GetIndex() <= last {
+		if c.cfg.OnOverwritten != nil {
+			c.cfg.OnOverwritten(ents[0].GetIndex())
+		}
+		c.aheadMu.Lock()
+		k := len(c.aheadJobs)
+		for k > 0 && c.aheadJobs[k-1].index >= ents[0].GetIndex() {
+			k--
+		}
+		stale := append([]*aheadJob(nil), c.aheadJobs[k:]...)
+		c.aheadJobs = c.aheadJobs[:k]
+		c.aheadNext = min(c.aheadNext, k)
+		c.aheadMu.Unlock()
+		for _, j := range stale {
+			j.discard()
+		}
 	}
 	ahead := c.cfg.PrepareAheadBytes > 0 && !c.cfg.Arbitrator
+	all := c.parallel.Load()
 	for _, e := range ents {
 		if e.GetType() != pb.EntryNormal {
 			continue
 		}
 		id, ok := writeset.PeekID(e.GetData())
 		if !ok {
+			c.lastUntracked = e.GetIndex()
 			continue
 		}
 		if c.cfg.OnLogged != nil {
@@ -135,35 +167,58 @@ func (c *Core) noteAppended(ents []*pb.Entry, last uint64) {
 		}
 		after := max(c.originFloor, c.originLast[id.Origin])
 		c.originLast[id.Origin] = e.GetIndex()
-		if !ahead || len(e.GetData()) < c.cfg.PrepareAheadBytes {
+		if !ahead || (!all && len(e.GetData()) < c.cfg.PrepareAheadBytes) {
+			c.lastUntracked = e.GetIndex()
 			continue
 		}
-		j := &aheadJob{index: e.GetIndex(), term: e.GetTerm(), data: e.GetData(), after: after}
+		j := &aheadJob{index: e.GetIndex(), term: e.GetTerm(), data: e.GetData(), after: after, floor: c.lastUntracked}
 		c.aheadMu.Lock()
-		old := c.ahead[j.index]
-		c.ahead[j.index] = j
-		c.aheadNew = append(c.aheadNew, j)
+		c.aheadJobs = append(c.aheadJobs, j)
 		c.aheadMu.Unlock()
-		if old != nil {
-			old.discard()
-		}
 	}
 }
 
-// PrepareAhead prepares the next big write-set waiting for it, if any, and
-// reports whether there was one. The driver calls it on a goroutine of its
-// own (a Node does; the simulator does not, and the apply stage then
-// prepares each one in its turn). pause waits a little (the job waits for
-// the apply stage to reach the write-set's read positions) and returns
-// false to give up.
+// SetParallelApply turns parallel apply on or off: on, every write-set
+// logged from now on gets an ahead job, which the driver's workers
+// (PrepareAhead) build concurrently; off, only big ones do.
+func (c *Core) SetParallelApply(on bool) { c.parallel.Store(on) }
+
+// dispatchLocked notes the job's dependencies, in log order (aheadMu held).
+// A big job waits by its own rule (see run) and is a barrier to the rest.
+func (c *Core) dispatchLocked(j *aheadJob) {
+	if len(j.data) >= c.cfg.PrepareAheadBytes {
+		c.deps.barrierAt(j.index)
+		return
+	}
+	ws, err := writeset.Decode(j.data)
+	if err != nil {
+		c.deps.barrierAt(j.index) // run decodes it again and keeps the error
+		return
+	}
+	j.ws = ws
+	j.need = min(max(c.deps.note(j.index, ws, storage.CanPrepare(ws)), j.floor), j.index-1)
+	j.deps = true
+	c.stats.DepsDistance.Add(j.index - j.need)
+	c.stats.DepsCount.Add(1)
+	c.deps.forget(c.eng.Applied())
+}
+
+// PrepareAhead prepares the next write-set waiting for it, if any, and
+// reports whether there was one. The driver calls it on goroutines of its
+// own (a Node runs wsrep_applier_threads of them; the simulator calls it
+// between steps with a pause that gives up at once); the apply stage
+// prepares a job nobody took in its turn. pause waits a little (the job
+// waits for the apply stage to reach what it depends on) and returns false
+// to give up.
 func (c *Core) PrepareAhead(pause func() bool) bool {
 	c.aheadMu.Lock()
-	if len(c.aheadNew) == 0 {
+	if c.aheadNext >= len(c.aheadJobs) {
 		c.aheadMu.Unlock()
 		return false
 	}
-	j := c.aheadNew[0]
-	c.aheadNew = c.aheadNew[1:]
+	j := c.aheadJobs[c.aheadNext]
+	c.aheadNext++
+	c.dispatchLocked(j)
 	c.aheadMu.Unlock()
 	j.run(c.eng, pause)
 	return true
@@ -173,29 +228,40 @@ func (c *Core) PrepareAhead(pause func() bool) bool {
 func (c *Core) aheadWaiting() bool {
 	c.aheadMu.Lock()
 	defer c.aheadMu.Unlock()
-	return len(c.aheadNew) > 0
+	return c.aheadNext < len(c.aheadJobs)
 }
 
 // takeAhead returns the ahead job of the committed entry e, prepared, or
-// nil; it discards the jobs of e's index and below that do not match it.
+// nil; it discards the jobs below e's index and one at it that does not
+// match it. Jobs up to e's index that no worker took are dispatched first,
+// so the dependency tracker sees every job in log order.
 func (c *Core) takeAhead(e *pb.Entry) *aheadJob {
 	c.aheadMu.Lock()
-	if len(c.ahead) == 0 {
-		c.aheadMu.Unlock()
-		return nil
+	for c.aheadNext < len(c.aheadJobs) && c.aheadJobs[c.aheadNext].index <= e.GetIndex() {
+		c.dispatchLocked(c.aheadJobs[c.aheadNext])
+		c.aheadNext++
 	}
 	var stale []*aheadJob
 	var j *aheadJob
-	for idx, a := range c.ahead {
-		if idx > e.GetIndex() {
-			continue
-		}
-		delete(c.ahead, idx)
-		if idx == e.GetIndex() && a.term == e.GetTerm() {
+	for len(c.aheadJobs) > 0 && c.aheadJobs[0].index <= e.GetIndex() {
+		a := c.aheadJobs[0]
+		c.aheadJobs = c.aheadJobs[1:]
+		c.aheadNext--
+		if a.index == e.GetIndex() && a.term == e.GetTerm() {
 			j = a
 		} else {
 			stale = append(stale, a)
 		}
+	}
+	if j != nil {
+		// from the highest write-set dispatched to the one committed
+		// (wsrep_apply_window)
+		w := uint64(1)
+		if c.aheadNext > 0 {
+			w += c.aheadJobs[c.aheadNext-1].index - j.index
+		}
+		c.stats.ApplyWindow.Add(w)
+		c.stats.ApplyWindowCount.Add(1)
 	}
 	c.aheadMu.Unlock()
 	for _, a := range stale {
@@ -211,9 +277,9 @@ func (c *Core) takeAhead(e *pb.Entry) *aheadJob {
 // or the core stops).
 func (c *Core) dropAhead() {
 	c.aheadMu.Lock()
-	jobs := c.ahead
-	c.ahead = map[uint64]*aheadJob{}
-	c.aheadNew = nil
+	jobs := c.aheadJobs
+	c.aheadJobs, c.aheadNext = nil, 0
+	c.deps = depTracker{}
 	c.aheadMu.Unlock()
 	for _, j := range jobs {
 		j.discard()

@@ -81,11 +81,11 @@ func TestAheadWaitsForItsOriginsEarlierWriteSets(t *testing.T) {
 		}
 		return &pb.Entry{Index: new(index), Term: new(uint64(1)), Type: new(pb.EntryNormal), Data: ws.Encode(nil)}
 	}
-	c := &Core{eng: eng, cfg: CoreConfig{PrepareAheadBytes: 1}, ahead: map[uint64]*aheadJob{}, originLast: map[uint64]uint64{}}
+	c := &Core{eng: eng, cfg: CoreConfig{PrepareAheadBytes: 1}, originLast: map[uint64]uint64{}}
 	// origin 1 at 5, origin 2 at 6 and 7, origin 1 at 8 (read at 2)
 	c.noteAppended([]*pb.Entry{entry(5, 1, 1, 0), entry(6, 2, 1, 0), entry(7, 2, 2, 3), entry(8, 1, 2, 2)}, 4)
 	for index, want := range map[uint64]uint64{5: 0, 6: 0, 7: 6, 8: 5} {
-		if got := c.ahead[index].after; got != want {
+		if got := jobAt(c, index).after; got != want {
 			t.Errorf("job at %d waits for its origin's write-set at %d, want %d", index, got, want)
 		}
 	}
@@ -94,15 +94,25 @@ func TestAheadWaitsForItsOriginsEarlierWriteSets(t *testing.T) {
 		t.Fatal(err)
 	}
 	waited := false
-	j := c.ahead[8]
+	j := jobAt(c, 8)
 	j.run(eng, func() bool { waited = true; return false })
 	if p, err := j.prepared(); !waited || p != nil || !errors.Is(err, errNotPrepared) {
 		t.Fatalf("job at 8 did not wait for index 5: waited %v, batch %v, err %v", waited, p, err)
 	}
 	// after a restart, origins are unknown: wait for the whole old log
-	c = &Core{eng: eng, cfg: CoreConfig{PrepareAheadBytes: 1}, ahead: map[uint64]*aheadJob{}, originLast: map[uint64]uint64{}, originFloor: 9}
+	c = &Core{eng: eng, cfg: CoreConfig{PrepareAheadBytes: 1}, originLast: map[uint64]uint64{}, originFloor: 9}
 	c.noteAppended([]*pb.Entry{entry(10, 1, 3, 0)}, 9)
-	if got := c.ahead[10].after; got != 9 {
+	if got := jobAt(c, 10).after; got != 9 {
 		t.Errorf("first job after a restart waits for %d, want the old log's end 9", got)
 	}
+}
+
+// jobAt returns c's ahead job at index.
+func jobAt(c *Core, index uint64) *aheadJob {
+	for _, j := range c.aheadJobs {
+		if j.index == index {
+			return j
+		}
+	}
+	return nil
 }

@@ -145,18 +145,23 @@ type Core struct {
 	// apply never delays raft's ticks, heartbeats and log writes.
 	applyMu sync.Mutex // held while an entry is applied (and by a state transfer)
 	qmu     sync.Mutex
-	// big write-sets prepared ahead of the apply stage, by log index, and
-	// those no PrepareAhead took yet
-	aheadMu  sync.Mutex
-	ahead    map[uint64]*aheadJob
-	aheadNew []*aheadJob
+	// ahead jobs (write-sets prepared ahead of the apply stage) in log
+	// order: aheadJobs[:aheadNext] were dispatched (their dependencies
+	// noted in deps), the rest wait for PrepareAhead
+	aheadMu   sync.Mutex
+	aheadJobs []*aheadJob
+	aheadNext int
+	deps      depTracker
+	parallel  atomic.Bool // every write-set gets an ahead job (parallel apply)
 	// originLast is, per origin, the index of its last write-set logged
-	// since start; originFloor the last index of the log at start (raft
+	// since start; originFloor the last index of the log at start;
+	// lastUntracked the last write-set logged without an ahead job (raft
 	// loop only). An ahead job waits for its origin's earlier write-sets:
 	// they never conflict with it, so its read positions do not cover them.
-	originLast  map[uint64]uint64
-	originFloor uint64
-	queue       []queued // committed entries not applied yet, in log order
+	originLast    map[uint64]uint64
+	originFloor   uint64
+	lastUntracked uint64
+	queue         []queued // committed entries not applied yet, in log order
 
 	stats Stats
 }
@@ -203,7 +208,6 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		promoting:  map[uint64]uint64{},
 		members:    map[uint64]Member{},
 		snapSent:   map[uint64]snapSent{},
-		ahead:      map[uint64]*aheadJob{},
 		originLast: map[uint64]uint64{},
 	}
 	logs.setSnapshotter(c.snapshot)
@@ -264,7 +268,7 @@ func (c *Core) open() error {
 	c.raw = raw
 	c.compactedAt = applied
 	last, _ := logs.LastIndex()
-	c.originFloor = last
+	c.originFloor, c.lastUntracked = last, last
 	if last == 0 && len(cfg.Bootstrap) > 0 {
 		uuid := cfg.ClusterUUID
 		if uuid == "" {

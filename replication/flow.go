@@ -115,8 +115,16 @@ func (n *Node) FlowStatus() flowcontrol.Status { return n.flow.Status(time.Now()
 // SetFlowConfig changes the node's flow control settings.
 func (n *Node) SetFlowConfig(cfg flowcontrol.Config) { n.flow.SetConfig(cfg) }
 
-// ResetFlowAverages starts the averages of FlowStatus anew (FLUSH STATUS).
-func (n *Node) ResetFlowAverages() { n.flow.ResetAverages(time.Now()) }
+// ResetAverages starts the averages of FlowStatus and of parallel apply
+// (Stats.DepsDistance, Stats.ApplyWindow) anew (FLUSH STATUS).
+func (n *Node) ResetAverages() {
+	n.flow.ResetAverages(time.Now())
+	st := n.core.Stats()
+	st.DepsDistance.Store(0)
+	st.DepsCount.Store(0)
+	st.ApplyWindow.Store(0)
+	st.ApplyWindowCount.Store(0)
+}
 
 // SetApplyDelay makes the apply stage take d longer per entry: a slow node
 // for fault tests (0 ends it).

@@ -116,6 +116,13 @@ type Config struct {
 	Joiner StateInstaller
 	// Arbitrator runs a member that votes but stores no data.
 	Arbitrator bool
+	// ApplierThreads is the number of workers that build write-sets'
+	// batches ahead of the apply stage (wsrep_applier_threads; default 1:
+	// only big write-sets are built ahead). More than one turns on
+	// parallel apply: every write-set is built by a worker once the last
+	// earlier write-set touching its keys is applied, and the apply stage
+	// certifies and commits them in log order.
+	ApplierThreads int
 	// FlowControl configures flow control (zero fields: the defaults).
 	FlowControl flowcontrol.Config
 	// Logger receives the node's log; nil uses slog.Default().
@@ -188,9 +195,14 @@ type Node struct {
 	stopc    chan struct{}
 	done     chan struct{}
 	applied  chan struct{} // closed when the apply stage ends
-	aheadc   chan struct{} // wakes prepareLoop
-	prepared chan struct{} // closed when prepareLoop ends
-	flowDone chan struct{} // closed when flowLoop ends
+	aheadc   chan struct{} // wakes a prepareLoop
+	// prepare workers (prepareLoop): workers run, the first applierThreads
+	// of them take jobs; prepWG counts them
+	workersMu      sync.Mutex
+	workers        int
+	applierThreads atomic.Int64
+	prepWG         sync.WaitGroup
+	flowDone       chan struct{} // closed when flowLoop ends
 
 	flow    *flowcontrol.Controller
 	writers writers
@@ -241,6 +253,14 @@ type Stats struct {
 	Applied                     atomic.Uint64
 	ReadIndexRounds             atomic.Uint64
 	Compactions                 atomic.Uint64 // raft log compactions
+	// DepsDistance sums, over write-sets dispatched to parallel apply,
+	// their index minus the index they waited for (DepsCount of them):
+	// wsrep_cert_deps_distance is the mean.
+	DepsDistance, DepsCount atomic.Uint64
+	// ApplyWindow sums, over prepared write-sets committed, the distance
+	// from the highest write-set being built to the one committed
+	// (ApplyWindowCount of them): wsrep_apply_window is the mean.
+	ApplyWindow, ApplyWindowCount atomic.Uint64
 }
 
 // Start opens the replication core on cfg.Engine and starts its loop.
@@ -258,7 +278,6 @@ func Start(cfg Config) (*Node, error) {
 		applyc:    make(chan struct{}, 1),
 		applied:   make(chan struct{}),
 		aheadc:    make(chan struct{}, 1),
-		prepared:  make(chan struct{}),
 		flowDone:  make(chan struct{}),
 		flow:      flowcontrol.New(cfg.FlowControl, time.Now()),
 		stopc:     make(chan struct{}),
@@ -288,7 +307,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	go n.run()
 	go n.applyLoop()
-	go n.prepareLoop()
+	n.SetApplierThreads(cfg.ApplierThreads)
 	if cfg.Arbitrator {
 		close(n.flowDone) // it applies nothing and writes nothing
 	} else {
@@ -347,7 +366,7 @@ func (n *Node) Stop() {
 	n.cancel()
 	<-n.done
 	<-n.applied
-	<-n.prepared
+	n.prepWG.Wait()
 	<-n.flowDone
 	n.core.dropAhead()
 }
@@ -506,15 +525,49 @@ func (n *Node) propose(data []byte) {
 // batch as soon as it reaches the log (Core.PrepareAhead).
 const prepareAheadBytes = 1 << 20
 
-// prepareLoop prepares big write-sets ahead of the apply stage, so that
-// their apply only commits a ready batch.
-func (n *Node) prepareLoop() {
-	defer close(n.prepared)
+// SetApplierThreads sets the number of prepare workers
+// (wsrep_applier_threads); more than one turns on parallel apply (see
+// Config.ApplierThreads). Workers are started as needed; surplus ones
+// idle.
+func (n *Node) SetApplierThreads(k int) {
+	k = max(k, 1)
+	n.applierThreads.Store(int64(k))
+	n.core.SetParallelApply(k > 1)
+	n.workersMu.Lock()
+	for n.workers < k {
+		n.workers++
+		n.prepWG.Add(1)
+		go n.prepareLoop(n.workers)
+	}
+	n.workersMu.Unlock()
+	n.wakeWorker()
+}
+
+// ApplierThreads returns the number of prepare workers taking jobs.
+func (n *Node) ApplierThreads() int { return int(n.applierThreads.Load()) }
+
+func (n *Node) wakeWorker() {
+	select {
+	case n.aheadc <- struct{}{}:
+	default:
+	}
+}
+
+// prepareLoop is prepare worker id: it builds write-sets' batches ahead of
+// the apply stage, so that their apply only commits a ready batch. It
+// waits for what a job depends on by watching the applied seqno.
+func (n *Node) prepareLoop(id int) {
+	defer n.prepWG.Done()
 	pause := func() bool {
+		n.appliedMu.Lock()
+		ch := n.appliedCh
+		n.appliedMu.Unlock()
 		select {
 		case <-n.stopc:
 			return false
-		case <-time.After(time.Millisecond):
+		case <-ch:
+			return true
+		case <-time.After(5 * time.Millisecond):
 			return true
 		}
 	}
@@ -524,7 +577,13 @@ func (n *Node) prepareLoop() {
 		case <-n.stopc:
 			return
 		}
+		if int64(id) > n.applierThreads.Load() {
+			continue // surplus (the raft loop wakes a worker again while jobs wait)
+		}
 		for n.core.PrepareAhead(pause) {
+			if n.core.aheadWaiting() {
+				n.wakeWorker()
+			}
 		}
 	}
 }

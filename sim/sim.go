@@ -78,6 +78,11 @@ type Config struct {
 	LogRetention uint64
 	// SlowApply makes the apply stages fall behind raft now and then.
 	SlowApply bool
+	// ParallelApply builds small write-sets ahead of their turn, each
+	// tick a seeded few, whenever what they depend on is applied (a real
+	// node's parallel apply workers); without it every write-set is
+	// prepared in its turn.
+	ParallelApply bool
 	// Trace, when set, receives one line per event.
 	Trace io.Writer
 	// Log, when set, receives the nodes' own log (for debugging a seed).
@@ -102,6 +107,7 @@ func Defaults(seed int64) Config {
 		CertWindow:     []uint64{50, 500, 100000}[r.Intn(3)],
 		LogRetention:   []uint64{1 << 10, 4 << 10, 1 << 30}[r.Intn(3)],
 		SlowApply:      r.Intn(2) == 0,
+		ParallelApply:  r.Intn(2) == 0,
 	}
 }
 
@@ -385,11 +391,34 @@ func (n *node) process() {
 	if n.w.cfg.SlowApply && n.w.r.Intn(3) == 0 {
 		budget = n.w.r.Intn(3)
 	}
+	n.prepareAhead()
 	if _, err := n.core.ApplyNext(budget); err != nil {
 		n.w.fail("node %d: apply: %v", n.id, err)
 		return
 	}
+	n.prepareAhead()
 	n.progress()
+}
+
+// prepareAhead builds a seeded few write-sets ahead of their turn (parallel
+// apply); one whose dependencies are not applied yet gives up and is
+// applied in its turn.
+func (n *node) prepareAhead() {
+	if !n.w.cfg.ParallelApply {
+		return
+	}
+	for k := n.w.r.Intn(4); k > 0 && n.core.PrepareAhead(func() bool { return false }); k-- {
+	}
+}
+
+// prepareAheadBytes is the sim's threshold for preparing a write-set ahead:
+// with parallel apply, the sim's small write-sets go by their dependencies;
+// without, every one takes the prepared path in its turn.
+func prepareAheadBytes(parallel bool) int {
+	if parallel {
+		return 1 << 20
+	}
+	return 1
 }
 
 func (w *world) injectFaults() {
@@ -492,7 +521,7 @@ func (n *node) open() error {
 		ClusterUUID: fmt.Sprintf("sim-%d", n.w.cfg.Seed), SyncLog: true,
 		Cert:              certify.Config{Window: n.w.cfg.CertWindow, MaxKeys: 1 << 20},
 		LogRetentionBytes: n.w.cfg.LogRetention,
-		PrepareAheadBytes: 1, // every write-set takes the prepared path, in its turn
+		PrepareAheadBytes: prepareAheadBytes(n.w.cfg.ParallelApply),
 		Joiner:            n.joiner,
 		Context:           n.transferCtx,
 		Logger:            n.w.log,
@@ -506,6 +535,7 @@ func (n *node) open() error {
 		eng.Close()
 		return fmt.Errorf("node %d: start: %w", n.id, err)
 	}
+	core.SetParallelApply(n.w.cfg.ParallelApply)
 	n.core, n.up = core, true
 	n.incarnation++
 	n.origin = uint64(n.id)<<32 | uint64(n.incarnation)

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
@@ -22,6 +23,11 @@ type NodeInfo struct {
 	// takes the options given and returns the whole set now in effect, or
 	// an error (the options change nothing then). Nil: read-only.
 	SetProviderOptions func(options string) (string, error)
+	// ApplierThreads is the initial wsrep_applier_threads (0: 1), and
+	// SetApplierThreads applies SET GLOBAL wsrep_applier_threads (or its
+	// alias wsrep_slave_threads). Nil: the variable is read-only.
+	ApplierThreads    int
+	SetApplierThreads func(n int)
 }
 
 // errBadProviderOptions is MariaDB's answer to a wsrep_provider_options
@@ -56,6 +62,54 @@ func (v *providerOptionsVar) SetValue(ctx *sql.Context, val any, global bool) (s
 // IsReadOnly implements sql.SystemVariable.
 func (v *providerOptionsVar) IsReadOnly() bool { return false }
 
+// applierThreadsVar is wsrep_applier_threads or its alias
+// wsrep_slave_threads: setting either sets the node's applier threads and,
+// as in MariaDB, the other name's value too (mirrored right after, as
+// go-mysql-server holds its registry's lock while a value is set).
+type applierThreadsVar struct {
+	*sql.MysqlSystemVariable
+	alias   string
+	current *atomic.Int64 // the node's value, shared by both names
+	set     func(int)
+}
+
+// SetValue implements sql.SystemVariable.
+func (v *applierThreadsVar) SetValue(ctx *sql.Context, val any, global bool) (sql.SystemVarValue, error) {
+	svv, err := v.MysqlSystemVariable.SetValue(ctx, val, global)
+	if err != nil {
+		return svv, err
+	}
+	n, ok := asInt(svv.Val)
+	if !ok || v.current.Swap(n) == n {
+		return svv, nil // unchanged, or the alias's mirror of this change
+	}
+	v.set(int(n))
+	go func() { _ = sql.SystemVariables.SetGlobal(sql.NewEmptyContext(), v.alias, n) }()
+	return svv, nil
+}
+
+// IsReadOnly implements sql.SystemVariable.
+func (v *applierThreadsVar) IsReadOnly() bool { return false }
+
+func applierThreads(info NodeInfo) []sql.SystemVariable {
+	def := int64(max(info.ApplierThreads, 1))
+	global := sql.GetMysqlScope(sql.SystemVariableScope_Global)
+	mk := func(name string) *sql.MysqlSystemVariable {
+		return &sql.MysqlSystemVariable{Name: name, Scope: global, Dynamic: info.SetApplierThreads != nil,
+			Type: types.NewSystemIntType(name, 1, 512, false), Default: def}
+	}
+	a, b := mk("wsrep_applier_threads"), mk("wsrep_slave_threads")
+	if info.SetApplierThreads == nil {
+		return []sql.SystemVariable{a, b}
+	}
+	cur := &atomic.Int64{}
+	cur.Store(def)
+	return []sql.SystemVariable{
+		&applierThreadsVar{MysqlSystemVariable: a, alias: b.Name, current: cur, set: info.SetApplierThreads},
+		&applierThreadsVar{MysqlSystemVariable: b, alias: a.Name, current: cur, set: info.SetApplierThreads},
+	}
+}
+
 var registerOnce sync.Mutex
 
 // RegisterSystemVariables adds the wsrep_* system variables (and Certus's
@@ -75,6 +129,7 @@ func RegisterSystemVariables(info NodeInfo) {
 	integer := func(name string, lo, hi, def int64, scope *sql.MysqlScope) sql.SystemVariable {
 		return &sql.MysqlSystemVariable{Name: name, Scope: scope, Dynamic: true, Type: types.NewSystemIntType(name, lo, hi, false), Default: def}
 	}
+	sql.SystemVariables.AddSystemVariables(applierThreads(info))
 	sql.SystemVariables.AddSystemVariables([]sql.SystemVariable{
 		boolean("wsrep_on", 1, both),
 		str("wsrep_node_name", info.NodeName, global, false),
@@ -90,8 +145,6 @@ func RegisterSystemVariables(info NodeInfo) {
 		&sql.MysqlSystemVariable{Name: "wsrep_trx_fragment_unit", Scope: both, Dynamic: true,
 			Type: types.NewSystemEnumType("wsrep_trx_fragment_unit", "bytes", "rows", "statements"), Default: "bytes"},
 		integer("wsrep_trx_fragment_size", 0, 2147483647, 0, both),
-		integer("wsrep_applier_threads", 1, 512, 1, global),
-		integer("wsrep_slave_threads", 1, 512, 1, global),
 		boolean("wsrep_auto_increment_control", 1, global),
 		boolean("wsrep_dirty_reads", 0, both),
 		boolean("wsrep_desync", 0, global),
