@@ -442,12 +442,7 @@ func (n *Node) run() {
 			default:
 			}
 		}
-		if n.core.aheadWaiting() {
-			select {
-			case n.aheadc <- struct{}{}:
-			default:
-			}
-		}
+		n.wakeWorker()
 		if err != nil {
 			if n.ctx.Err() != nil {
 				n.failAll(ErrStopped)
@@ -546,7 +541,11 @@ func (n *Node) SetApplierThreads(k int) {
 // ApplierThreads returns the number of prepare workers taking jobs.
 func (n *Node) ApplierThreads() int { return int(n.applierThreads.Load()) }
 
+// wakeWorker wakes a prepare worker if a job waits for one.
 func (n *Node) wakeWorker() {
+	if !n.core.aheadWaiting() {
+		return
+	}
 	select {
 	case n.aheadc <- struct{}{}:
 	default:
@@ -581,9 +580,7 @@ func (n *Node) prepareLoop(id int) {
 			continue // surplus (the raft loop wakes a worker again while jobs wait)
 		}
 		for n.core.PrepareAhead(pause) {
-			if n.core.aheadWaiting() {
-				n.wakeWorker()
-			}
+			n.wakeWorker() // another job waits: let a second worker take it
 		}
 	}
 }

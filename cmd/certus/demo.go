@@ -78,6 +78,13 @@ connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
 			if _, err := os.Stat(filepath.Join(dataDir, procs[0].name, "db")); err == nil {
 				restart = true
 			}
+			waitSynced := func(p *proc) error {
+				if err := waitHealthy(p.http, 60*time.Second); err != nil {
+					stopAll()
+					return fmt.Errorf("%s did not become Synced: %w", p.name, err)
+				}
+				return nil
+			}
 			for i, p := range procs {
 				a := []string{"node", "--name", p.name, "--data-dir", filepath.Join(dataDir, p.name),
 					"--sql-addr", p.sql, "--http-addr", p.http, "--peer-addr", p.peer,
@@ -102,18 +109,17 @@ connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
 					}
 					_ = p.cmd.Wait()
 				}(p, out)
-				if !restart {
-					if err := waitHealthy(p.http, 60*time.Second); err != nil {
-						stopAll()
-						return fmt.Errorf("%s did not become Synced: %w", p.name, err)
-					}
+				if restart {
+					continue
+				}
+				if err := waitSynced(p); err != nil {
+					return err
 				}
 			}
 			if restart {
 				for _, p := range procs {
-					if err := waitHealthy(p.http, 60*time.Second); err != nil {
-						stopAll()
-						return fmt.Errorf("%s did not become Synced: %w", p.name, err)
+					if err := waitSynced(p); err != nil {
+						return err
 					}
 				}
 			}
