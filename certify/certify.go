@@ -13,6 +13,18 @@
 // position. Writes from the same origin never conflict: the origin's row
 // locks ordered them.
 //
+// Streaming transactions. A fragment (writeset.FlagFragment) that passes
+// certification locks its keys until its transaction's last fragment:
+// every write-set of another transaction that writes a locked key fails,
+// whatever its read positions, because the fragment's rows are applied
+// provisionally on every node and the two could not both commit. The last
+// fragment (writeset.FlagStreamCommit) records every key of the
+// transaction at its own seqno, as one write-set would have, and releases
+// the locks. A failed fragment, a rollback fragment, a DDL that passes on
+// one of the transaction's tables, or the origin node's removal (AbortNode)
+// ends the transaction: Verdict.Aborted names it, and every node drops its
+// provisional rows.
+//
 // Pruning. The index forgets writes at or below its horizon: the lowest
 // LastSeen reported by an origin that wrote within the window (LastSeen is
 // the oldest position any of the origin's open transactions may certify
@@ -23,8 +35,10 @@
 package certify
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/certusdb/certus/writeset"
 )
@@ -58,12 +72,14 @@ type Reason uint8
 
 // Verdict reasons.
 const (
-	ReasonNone      Reason = iota
-	ReasonKey              // a key was written by another origin after it was read
-	ReasonTooOld           // a read position is below the horizon
-	ReasonSchema           // a table's schema changed after the write-set's catalog position
-	ReasonTable            // a rewriting DDL raced with writes to its table
-	ReasonDuplicate        // the same write-set id was already decided
+	ReasonNone        Reason = iota
+	ReasonKey                // a key was written by another origin after it was read
+	ReasonTooOld             // a read position is below the horizon
+	ReasonSchema             // a table's schema changed after the write-set's catalog position
+	ReasonTable              // a rewriting DDL raced with writes to its table
+	ReasonDuplicate          // the same write-set id was already decided
+	ReasonLocked             // a key is locked by a streaming transaction
+	ReasonStreamEnded        // the fragment's streaming transaction was rolled back
 )
 
 func (r Reason) String() string {
@@ -80,6 +96,10 @@ func (r Reason) String() string {
 		return "table written during DDL"
 	case ReasonDuplicate:
 		return "duplicate write-set"
+	case ReasonLocked:
+		return "row locked by a streaming transaction"
+	case ReasonStreamEnded:
+		return "streaming transaction rolled back"
 	}
 	return fmt.Sprintf("reason(%d)", uint8(r))
 }
@@ -90,6 +110,14 @@ type Verdict struct {
 	Reason Reason
 	// Conflict is the seqno of the write that caused the conflict, if any.
 	Conflict uint64
+	// Aborted are the streaming transactions this write-set ended without
+	// committing them (a rollback, a failed fragment, a DDL on their
+	// tables).
+	Aborted []writeset.ID
+	// Recorded are the keys recorded for the last fragment of a streaming
+	// transaction that passed: its own and those of every earlier
+	// fragment. A replay must be given them as the write-set's keys.
+	Recorded []writeset.Key
 }
 
 // writer remembers the latest write to a key or table: the latest writer's
@@ -157,6 +185,17 @@ type Index struct {
 	// origins maps an origin to the count of its write-sets in log, and its
 	// latest LastSeen.
 	origins map[uint64]*originState
+	// streams are the open streaming transactions; locks maps each key
+	// they hold to its transaction.
+	streams map[writeset.ID]*stream
+	locks   map[string]writeset.ID
+}
+
+// stream is an open streaming transaction.
+type stream struct {
+	node   uint64
+	keys   []writeset.Key // locked, in the order first locked
+	tables map[uint64]bool
 }
 
 type originState struct {
@@ -181,6 +220,8 @@ func New(cfg Config) *Index {
 		tables:  map[uint64]*tableState{},
 		decided: map[writeset.ID]uint64{},
 		origins: map[uint64]*originState{},
+		streams: map[writeset.ID]*stream{},
+		locks:   map[string]writeset.ID{},
 	}
 }
 
@@ -204,8 +245,148 @@ func (ix *Index) Last() uint64 { return ix.last }
 // Seqnos must be increasing.
 func (ix *Index) Certify(seqno uint64, ws *writeset.WriteSet) Verdict {
 	v := ix.check(ws)
-	ix.Record(seqno, ws, v.OK)
+	if v.Reason == ReasonDuplicate || ws.Flags&writeset.StreamFlags == 0 {
+		ix.Record(seqno, ws, v.OK)
+		if v.OK {
+			v.Aborted = ix.abortByDDL(ws)
+		}
+		return v
+	}
+	id := ws.Stream.ID
+	var keys []writeset.Key
+	switch {
+	case !v.OK || ws.Flags&writeset.FlagStreamRollback != 0:
+		if ix.endStream(id) {
+			v.Aborted = []writeset.ID{id}
+		}
+	case ws.Flags&writeset.FlagFragment != 0:
+		ix.lockStream(ws)
+	default: // the commit
+		keys = ix.commitKeys(ws)
+		ix.endStream(id)
+		v.Recorded = keys
+	}
+	ix.record(seqno, ws, keys, v.OK)
+	ix.advance(seqno)
 	return v
+}
+
+// lockStream takes the locks of a fragment that passed, opening its
+// transaction at its first fragment.
+func (ix *Index) lockStream(ws *writeset.WriteSet) {
+	id := ws.Stream.ID
+	st := ix.streams[id]
+	if st == nil {
+		st = &stream{node: ws.Stream.Node, tables: map[uint64]bool{}}
+		ix.streams[id] = st
+	}
+	for _, k := range ws.Keys {
+		if _, held := ix.locks[string(k.Key)]; !held {
+			ix.locks[string(k.Key)] = id
+			st.keys = append(st.keys, writeset.Key{Kind: k.Kind, Key: k.Key})
+		}
+	}
+	for _, t := range ws.Tables {
+		st.tables[t.ID] = true
+	}
+}
+
+// commitKeys are the keys the last fragment of a transaction records: the
+// ones its earlier fragments locked, then its own.
+func (ix *Index) commitKeys(ws *writeset.WriteSet) []writeset.Key {
+	st := ix.streams[ws.Stream.ID]
+	if st == nil {
+		return ws.Keys
+	}
+	keys := make([]writeset.Key, 0, len(st.keys)+len(ws.Keys))
+	keys = append(keys, st.keys...)
+	for _, k := range ws.Keys {
+		if _, held := ix.locks[string(k.Key)]; !held {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// endStream releases a streaming transaction's locks; it reports whether
+// the transaction was open.
+func (ix *Index) endStream(id writeset.ID) bool {
+	st := ix.streams[id]
+	if st == nil {
+		return false
+	}
+	for _, k := range st.keys {
+		delete(ix.locks, string(k.Key))
+	}
+	delete(ix.streams, id)
+	return true
+}
+
+// abortByDDL ends the streaming transactions on the tables a DDL that
+// passed changed: like a schema change in Galera, the DDL wins.
+func (ix *Index) abortByDDL(ws *writeset.WriteSet) []writeset.ID {
+	if len(ix.streams) == 0 || ws.Flags&writeset.FlagDDL == 0 {
+		return nil
+	}
+	var ended []writeset.ID
+	for _, t := range ws.Tables {
+		if t.Flags&writeset.TableSchemaChange == 0 {
+			continue
+		}
+		for _, id := range ix.Streams() {
+			if ix.streams[id].tables[t.ID] {
+				ix.endStream(id)
+				ended = append(ended, id)
+			}
+		}
+	}
+	return ended
+}
+
+// AbortNode ends the streaming transactions whose origin is the raft
+// member node (it was removed from the cluster) and returns them.
+func (ix *Index) AbortNode(node uint64) []writeset.ID {
+	var ended []writeset.ID
+	for _, id := range ix.Streams() {
+		if ix.streams[id].node == node {
+			ix.endStream(id)
+			ended = append(ended, id)
+		}
+	}
+	return ended
+}
+
+// Streams returns the open streaming transactions in a deterministic order.
+func (ix *Index) Streams() []writeset.ID {
+	ids := make([]writeset.ID, 0, len(ix.streams))
+	for id := range ix.streams {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b writeset.ID) int {
+		if c := cmp.Compare(a.Origin, b.Origin); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	return ids
+}
+
+// StreamNode returns the origin node of an open streaming transaction.
+func (ix *Index) StreamNode(id writeset.ID) (uint64, bool) {
+	st := ix.streams[id]
+	if st == nil {
+		return 0, false
+	}
+	return st.node, true
+}
+
+// RestoreStream reopens a streaming transaction after a restart or a state
+// transfer from its fragments as stored (in order), once the replay of the
+// certification records is finished.
+func (ix *Index) RestoreStream(frags []*writeset.WriteSet) {
+	for _, ws := range frags {
+		ix.lockStream(ws)
+	}
 }
 
 func (ix *Index) check(ws *writeset.WriteSet) Verdict {
@@ -214,6 +395,23 @@ func (ix *Index) check(ws *writeset.WriteSet) Verdict {
 	}
 	if ws.Flags&writeset.FlagHeartbeat != 0 {
 		return Verdict{OK: true}
+	}
+	var own writeset.ID // the streaming transaction ws belongs to
+	if ws.Flags&writeset.StreamFlags != 0 {
+		own = ws.Stream.ID
+		if ws.Flags&writeset.FlagStreamRollback != 0 {
+			return Verdict{OK: true}
+		}
+		if _, open := ix.streams[own]; !open && ws.Stream.Frag > 0 {
+			return Verdict{Reason: ReasonStreamEnded}
+		}
+	}
+	if len(ix.locks) > 0 {
+		for _, k := range ws.Keys {
+			if holder, held := ix.locks[string(k.Key)]; held && holder != own {
+				return Verdict{Reason: ReasonLocked}
+			}
+		}
 	}
 	origin := ws.ID.Origin
 	for _, t := range ws.Tables {
@@ -264,7 +462,7 @@ func (ix *Index) check(ws *writeset.WriteSet) Verdict {
 // Record adds ws at seqno with its verdict and advances the window.
 // Certify uses it after checking.
 func (ix *Index) Record(seqno uint64, ws *writeset.WriteSet, ok bool) {
-	ix.record(seqno, ws, ok)
+	ix.record(seqno, ws, ws.Keys, ok)
 	ix.advance(seqno)
 }
 
@@ -280,7 +478,7 @@ func (ix *Index) BeginReplay(horizon uint64) { ix.horizon = horizon }
 // entries before its applied seqno) with the verdicts it stored, between
 // BeginReplay and FinishReplay with the horizon it stored at that seqno.
 func (ix *Index) Replay(seqno uint64, ws *writeset.WriteSet, ok bool) {
-	ix.record(seqno, ws, ok)
+	ix.record(seqno, ws, ws.Keys, ok)
 }
 
 // FinishReplay ends a replay: it sets the horizon that was in force at the
@@ -296,7 +494,8 @@ func (ix *Index) FinishReplay(last, horizon uint64) {
 	ix.forgetBelowHorizon()
 }
 
-func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, ok bool) {
+// record adds ws at seqno, with keys as the keys it wrote.
+func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, keys []writeset.Key, ok bool) {
 	if seqno <= ix.last {
 		panic(fmt.Sprintf("certify: seqno %d after %d", seqno, ix.last))
 	}
@@ -307,7 +506,6 @@ func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, ok bool) {
 	}
 	if ok {
 		origin := ws.ID.Origin
-		keys := ws.Keys
 		if seqno <= ix.horizon {
 			keys = nil // a replay below its horizon: keys are moot
 		}

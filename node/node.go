@@ -68,6 +68,11 @@ type Config struct {
 	// write-sets' batches in parallel ahead of the in-order commit (see
 	// replication.Config.ApplierThreads). SET GLOBAL changes it.
 	ApplierThreads int
+	// StreamThreshold is the size of a transaction's changes from which it
+	// streams (replicates in fragments of StreamThreshold/8) even when its
+	// session set no wsrep_trx_fragment_size; 0 never. A huge transaction
+	// then never travels as one entry that stalls the commits behind it.
+	StreamThreshold int64
 	// Logger receives the node's log.
 	Logger *slog.Logger
 }
@@ -212,7 +217,8 @@ func (n *Node) start() error {
 		n.tr.SetMembers(reply.Members)
 		n.log.Info("added to the cluster; catching up", "cluster_uuid", reply.ClusterUUID, "members", len(reply.Members))
 	}
-	n.Mgr = txn.NewManager(txn.Config{Engine: n.Eng, Replicator: n.Repl, AutoIncrementStride: n.Repl.AutoIncrementStride})
+	n.Mgr = txn.NewManager(txn.Config{Engine: n.Eng, Replicator: n.Repl, AutoIncrementStride: n.Repl.AutoIncrementStride,
+		StreamBytes: cfg.StreamThreshold})
 	p := sqlengine.NewProvider(n.Mgr)
 	n.SQL, err = sqlengine.NewServer(sqlengine.ServerConfig{
 		Addr:         cfg.SQLAddr,

@@ -366,6 +366,9 @@ func (c *Core) replayCertification(applied uint64) error {
 		return err
 	}
 	c.cert.FinishReplay(applied, horizon)
+	if err := c.restoreStreams(); err != nil {
+		return err
+	}
 	c.log.Info("certification index restored", "applied", applied, "replayed_from", start, "horizon", horizon, "keys", c.cert.Len())
 	return nil
 }
@@ -657,13 +660,20 @@ func (c *Core) applyNormal(idx uint64, e *pb.Entry) error {
 		c.cert.Skip(idx)
 		return c.eng.MarkApplied(idx, []storage.KV{c.horizonKV()})
 	}
+	if ws.Flags&writeset.StreamFlags != 0 {
+		if job != nil {
+			job.discard()
+		}
+		return c.applyStream(idx, ws, data)
+	}
 	decoded := c.now()
 	v := c.cert.Certify(idx, ws)
 	certified := c.now()
 	out := txn.Outcome{Seqno: idx}
 	if v.OK {
-		extra := []storage.KV{c.horizonKV(), certRecordKV(idx, ws, VerdictCommitted)}
-		onReject := []storage.KV{c.horizonKV(), certRecordKV(idx, ws, VerdictRejected)}
+		ended := c.eng.EndStreams(v.Aborted) // a DDL on their tables
+		extra := append([]storage.KV{c.horizonKV(), certRecordKV(idx, ws, VerdictCommitted)}, ended...)
+		onReject := append([]storage.KV{c.horizonKV(), certRecordKV(idx, ws, VerdictRejected)}, ended...)
 		var res storage.ApplyResult
 		if prep != nil {
 			res, err = c.eng.ApplyPrepared(idx, prep, extra, onReject)
@@ -777,6 +787,13 @@ func (c *Core) applyConfChange(idx uint64, e *pb.Entry, cs *pb.ConfState) error 
 	c.mu.Unlock()
 	c.setStride(cs.GetVoters())
 	c.cert.Skip(idx)
+	for _, id := range removed {
+		// a removed node's streaming transactions can never finish
+		if ended := c.cert.AbortNode(id); len(ended) > 0 {
+			c.log.Info("rolled back the streaming transactions of a removed node", "seqno", idx, "node", id, "transactions", len(ended))
+			extra = append(extra, c.eng.EndStreams(ended)...)
+		}
+	}
 	if err := c.eng.MarkApplied(idx, extra); err != nil {
 		return err
 	}

@@ -314,6 +314,9 @@ func Start(cfg Config) (*Node, error) {
 		go n.flowLoop()
 	}
 	go n.learnClusterCommit()
+	if !cfg.Arbitrator {
+		go n.rollbackStaleStreams()
+	}
 	if !cfg.SyncLog {
 		go n.syncLoop()
 	}

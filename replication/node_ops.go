@@ -27,6 +27,12 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 		return txn.Outcome{}, ErrStopped
 	}
 	ws.ID.Origin = n.origin.Load()
+	if ws.Flags&writeset.StreamFlags != 0 {
+		ws.Stream.Node = n.cfg.Self.ID
+		if ws.Stream.Frag == 0 {
+			ws.Stream.ID = ws.ID // the first fragment names its transaction
+		}
+	}
 	data := ws.Encode(nil)
 	w := &waiter{ch: make(chan txn.Outcome, 1), data: data, proposed: time.Now(), lost: make(chan struct{})}
 	w.commitAt = n.core.Committed()

@@ -83,6 +83,9 @@ type Config struct {
 	// node's parallel apply workers); without it every write-set is
 	// prepared in its turn.
 	ParallelApply bool
+	// Streams runs half of the transfers as streaming transactions: a
+	// fragment debits one account, the commit credits the other.
+	Streams bool
 	// Trace, when set, receives one line per event.
 	Trace io.Writer
 	// Log, when set, receives the nodes' own log (for debugging a seed).
@@ -108,6 +111,7 @@ func Defaults(seed int64) Config {
 		LogRetention:   []uint64{1 << 10, 4 << 10, 1 << 30}[r.Intn(3)],
 		SlowApply:      r.Intn(2) == 0,
 		ParallelApply:  r.Intn(2) == 0,
+		Streams:        r.Intn(2) == 0,
 	}
 }
 
@@ -151,9 +155,11 @@ type Result struct {
 	Err error
 	// Counters.
 	Commits, CertFailures, Unknown, Reads int
-	Crashes, Partitions, Pauses           int
-	Applied                               uint64
-	MessagesDropped, MessagesDuplicated   uint64
+	// Fragments counts fragments of streaming transactions that passed.
+	Fragments                           int
+	Crashes, Partitions, Pauses         int
+	Applied                             uint64
+	MessagesDropped, MessagesDuplicated uint64
 }
 
 // Replay is the command that reproduces a seed.
@@ -176,6 +182,7 @@ func Run(cfg Config) (res *Result) {
 		w.close()
 		res.Digest = fmt.Sprintf("%x", w.trace.Sum(nil))
 		res.Commits, res.CertFailures, res.Unknown, res.Reads = w.commits, w.certFailures, w.unknown, w.reads
+		res.Fragments = w.fragments
 		res.Crashes, res.Partitions, res.Pauses = w.crashes, w.partitions, w.pauses
 		res.MessagesDropped, res.MessagesDuplicated = w.net.dropped, w.net.duped
 	}()
@@ -225,6 +232,7 @@ type world struct {
 	setupFirst uint64 // commit index when the schema was first proposed
 
 	commits, certFailures, unknown, reads int
+	fragments                             int
 	crashes, partitions, pauses           int
 }
 
@@ -504,6 +512,9 @@ type node struct {
 	transferCancel context.CancelFunc
 	attempts       int  // donor connections of the current transfer
 	transferFailed bool // the node gave up a transfer: it goes down
+	// staleStreams is set from a start until the node rolled back the
+	// streaming transactions its previous incarnations left open.
+	staleStreams bool
 }
 
 func (n *node) open() error {
@@ -537,6 +548,7 @@ func (n *node) open() error {
 	}
 	core.SetParallelApply(n.w.cfg.ParallelApply)
 	n.core, n.up = core, true
+	n.staleStreams = true
 	n.incarnation++
 	n.origin = uint64(n.id)<<32 | uint64(n.incarnation)
 	n.lastApp = eng.Applied()

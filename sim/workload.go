@@ -1,8 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/binary"
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -50,6 +54,9 @@ type op struct {
 	call      int64
 	readIndex uint64
 	ctx       uint64
+	// then continues a streaming transaction once this fragment passed,
+	// keeping the row locks.
+	then func()
 }
 
 // client runs operations one at a time on its node.
@@ -101,9 +108,16 @@ func (c *client) step() {
 		}
 		return
 	}
+	if n.staleStreams && n.eng.Applied() >= n.core.Committed() {
+		n.rollbackStaleStreams()
+	}
 	switch x := w.r.Intn(10); {
 	case x < 3:
 	case x < 6:
+		if w.cfg.Streams && w.r.Intn(2) == 0 {
+			c.streamTransfer()
+			return
+		}
 		c.transfer()
 	case x < 8:
 		c.write()
@@ -150,10 +164,22 @@ func (w *world) put(def *storage.TableDef, id, v int64) (writeset.Op, writeset.K
 // propose builds and proposes a write-set of puts read at the current
 // position (the locks are held).
 func (c *client) propose(kind opKind, keys []string, def *storage.TableDef, rows [][2]int64) *op {
+	return c.proposeAt(kind, keys, def, rows, c.n.eng.Applied(), 0, writeset.Stream{})
+}
+
+// proposeAt is propose with the rows read at pos, as a write-set of a
+// streaming transaction when flags has one of the stream flags.
+func (c *client) proposeAt(kind opKind, keys []string, def *storage.TableDef, rows [][2]int64, pos uint64, flags writeset.Flags, st writeset.Stream) *op {
 	n, w := c.n, c.n.w
-	pos := n.eng.Applied()
 	n.seq++
-	ws := &writeset.WriteSet{ID: writeset.ID{Origin: n.origin, Seq: n.seq}, LastSeen: min(n.lowWatermark(), pos)}
+	ws := &writeset.WriteSet{ID: writeset.ID{Origin: n.origin, Seq: n.seq}, LastSeen: min(n.lowWatermark(), pos), Flags: flags}
+	if flags&writeset.StreamFlags != 0 {
+		if st.Frag == 0 {
+			st.ID = ws.ID
+		}
+		st.Node = n.id
+		ws.Stream = st
+	}
 	ws.Tables = []writeset.Table{{ID: def.ID, SchemaPos: pos}}
 	for _, r := range rows {
 		o, k := w.put(def, r[0], r[1])
@@ -166,6 +192,65 @@ func (c *client) propose(kind opKind, keys []string, def *storage.TableDef, rows
 	c.cur = o
 	n.core.Propose(o.data)
 	return o
+}
+
+// streamTransfer is a transfer as a streaming transaction: a fragment
+// debits a, then the commit credits b. Until the commit, a's new balance
+// is invisible and its row locked on every node.
+func (c *client) streamTransfer() {
+	n, w := c.n, c.n.w
+	a, b := int64(w.r.Intn(w.cfg.Accounts)), int64(w.r.Intn(w.cfg.Accounts))
+	if a == b {
+		return
+	}
+	keys := []string{lockKey(accountsTable, a), lockKey(accountsTable, b)}
+	if !c.tryLock(keys) {
+		return
+	}
+	pos := n.eng.Applied()
+	fa, ok1 := n.readRow(w.accounts, a)
+	fb, ok2 := n.readRow(w.accounts, b)
+	amount := int64(1 + w.r.Intn(30))
+	if !ok1 || !ok2 || fa < amount {
+		c.unlock(keys)
+		return
+	}
+	first := c.proposeAt(opTransfer, keys, w.accounts, [][2]int64{{a, fa - amount}}, pos, writeset.FlagFragment, writeset.Stream{})
+	w.event("n%d c%d streams %v: a%d -= %d", n.id, c.id, first.ws.ID, a, amount)
+	first.then = func() {
+		c.proposeAt(opTransfer, keys, w.accounts, [][2]int64{{b, fb + amount}}, pos, writeset.FlagStreamCommit,
+			writeset.Stream{ID: first.ws.Stream.ID, Frag: 1})
+	}
+}
+
+// rollbackStream proposes the rollback of a streaming transaction, once:
+// if it is lost, the node's next restart rolls the transaction back.
+func (n *node) rollbackStream(id writeset.ID, frags uint64) {
+	n.seq++
+	ws := &writeset.WriteSet{ID: writeset.ID{Origin: n.origin, Seq: n.seq}, LastSeen: min(n.lowWatermark(), n.eng.Applied()),
+		Flags: writeset.FlagStreamRollback, Stream: writeset.Stream{ID: id, Node: n.id, Frag: frags}}
+	n.w.event("n%d rolls back stream %v", n.id, id)
+	n.core.Propose(ws.Encode(nil))
+}
+
+// rollbackStaleStreams rolls back, once caught up after a start, the
+// streaming transactions the node's earlier incarnations left open (a
+// real node's replication.Node does the same).
+func (n *node) rollbackStaleStreams() {
+	n.staleStreams = false
+	stored, err := n.eng.StoredStreams()
+	if err != nil {
+		n.w.fail("n%d: stored streams: %v", n.id, err)
+		return
+	}
+	ids := slices.SortedFunc(maps.Keys(stored), func(a, b writeset.ID) int {
+		return cmp.Or(cmp.Compare(a.Origin, b.Origin), cmp.Compare(a.Seq, b.Seq))
+	})
+	for _, id := range ids {
+		if frags := stored[id]; frags[0].Stream.Node == n.id {
+			n.rollbackStream(id, uint64(len(frags)))
+		}
+	}
 }
 
 func (c *client) transfer() {
@@ -231,6 +316,20 @@ func (o *op) completeRead() {
 // finish ends a write-set operation with its outcome.
 func (o *op) finish(out outcome) {
 	c, n, w := o.c, o.c.n, o.c.n.w
+	if out == outcomeCommitted && o.then != nil {
+		// the fragment passed: the transaction goes on, locks held
+		delete(n.pending, o.ws.ID)
+		if c.cur == o {
+			c.cur = nil
+		}
+		w.fragments++
+		o.then()
+		return
+	}
+	if out == outcomeUnknown && o.ws.Flags&writeset.StreamFlags != 0 && n.up {
+		// (a crashed node rolls it back after its restart)
+		n.rollbackStream(o.ws.Stream.ID, o.ws.Stream.Frag+1)
+	}
 	c.unlock(o.keys)
 	delete(n.pending, o.ws.ID)
 	if c.cur == o {
@@ -335,6 +434,7 @@ func (w *world) checkBank() {
 func (w *world) checkConverged() {
 	top := w.maxApplied()
 	var digest storage.Digest
+	var streams string
 	for i, n := range w.nodes {
 		if !n.up {
 			w.fail("n%d still down at the end", n.id)
@@ -356,6 +456,17 @@ func (w *world) checkConverged() {
 		v.Close()
 		if err != nil || re != d {
 			w.fail("n%d incremental digest %s, recomputed %s (%v)", n.id, d, re, err)
+			return
+		}
+		// open streaming transactions are state too: the same everywhere
+		stored, err := n.eng.StoredStreams()
+		open := fmt.Sprint(slices.SortedFunc(maps.Keys(stored), func(a, b writeset.ID) int {
+			return cmp.Or(cmp.Compare(a.Origin, b.Origin), cmp.Compare(a.Seq, b.Seq))
+		}), len(stored) == n.eng.OpenStreams(), err)
+		if i == 0 {
+			streams = open
+		} else if open != streams {
+			w.fail("n%d open streaming transactions %s, n1 has %s", n.id, open, streams)
 			return
 		}
 	}

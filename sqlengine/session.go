@@ -86,6 +86,14 @@ func (s *Session) txnOptions(ctx *sql.Context, chr sql.TransactionCharacteristic
 			opts.ReadOnly = true
 		}
 	}
+	if v, err := s.GetSessionVariable(ctx, "wsrep_trx_fragment_size"); err == nil {
+		if n, ok := asInt(v); ok && n > 0 {
+			opts.FragmentSize = n
+			if u, err := s.GetSessionVariable(ctx, "wsrep_trx_fragment_unit"); err == nil {
+				opts.FragmentUnit, _ = txn.ParseFragmentUnit(fmt.Sprint(u))
+			}
+		}
+	}
 	if v, err := s.GetSessionVariable(ctx, "innodb_lock_wait_timeout"); err == nil {
 		if n, ok := asInt(v); ok && n > 0 {
 			opts.LockWaitTimeout = time.Duration(n) * time.Second

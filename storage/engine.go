@@ -58,6 +58,9 @@ type Engine struct {
 
 	autoMu  sync.Mutex
 	autoInc map[uint64]uint64 // table id -> next value
+
+	streams     map[writeset.ID]*stream // open streaming transactions; guarded by applyMu
+	openStreams atomic.Int64            // len(streams), for status
 }
 
 // ErrApplyRejected wraps a deterministic refusal to apply a write-set (for
@@ -180,7 +183,7 @@ func (e *Engine) load() error {
 	}
 	e.applied.Store(applied)
 	e.cat.Store(cat)
-	return nil
+	return e.loadStreams()
 }
 
 func (e *Engine) scanPrefix(prefix []byte, fn func(k, v []byte) error) error {
@@ -213,7 +216,15 @@ func (e *Engine) getUint64(key []byte) (uint64, error) {
 }
 
 // Close closes the engine. Read views must be closed first.
-func (e *Engine) Close() error { return e.db.Close() }
+func (e *Engine) Close() error {
+	e.applyMu.Lock()
+	for _, st := range e.streams {
+		st.a.b.Close()
+	}
+	e.streams = nil
+	e.applyMu.Unlock()
+	return e.db.Close()
+}
 
 // DB exposes the pebble database to package replication, which keeps the
 // raft log under keys starting with SpaceReplication.
@@ -388,6 +399,9 @@ func (p *Prepared) Close() {
 // holds only row puts and deletes (and AUTO_INCREMENT raises), whose
 // effect depends on nothing but the old values of its own rows.
 func CanPrepare(ws *writeset.WriteSet) bool {
+	if ws.Flags&writeset.StreamFlags != 0 {
+		return false
+	}
 	for i := range ws.Ops {
 		switch ws.Ops[i].Kind {
 		case writeset.OpPut, writeset.OpDelete, writeset.OpAutoIncrement:

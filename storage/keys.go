@@ -18,6 +18,7 @@ import (
 //	'c' 't' tableID(8)                    -> TableDef (JSON)
 //	'c' 'p'                               -> users and grants (go-mysql-server's serialization)
 //	'a' tableID(8)                        -> next AUTO_INCREMENT value (8 bytes)
+//	's' origin(8) seq(8) seqno(8)         -> a fragment of an open streaming transaction (stream.go)
 //	'm' name                              -> node metadata (applied seqno, ...)
 //	'r' ...                               -> replication (raft log, hard state); owned by package replication
 //

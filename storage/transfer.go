@@ -11,7 +11,8 @@ import (
 type KeyRange struct{ Lo, Hi []byte }
 
 // StateRanges are the key ranges of the engine's replicated state: rows,
-// index entries, catalog, AUTO_INCREMENT counters, and the applied seqno and
+// index entries, catalog, AUTO_INCREMENT counters, the fragments of open
+// streaming transactions, and the applied seqno and
 // state digest they are at. A state transfer copies exactly these (plus the
 // replication package's own); node-local metadata (node id, cluster name)
 // stays.
@@ -19,6 +20,7 @@ func StateRanges() []KeyRange {
 	rs := []KeyRange{
 		{Lo: []byte{spaceAutoInc}, Hi: []byte{spaceAutoInc + 1}},
 		{Lo: []byte{spaceCatalog}, Hi: []byte{spaceCatalog + 1}},
+		{Lo: []byte{spaceStream}, Hi: []byte{spaceStream + 1}},
 		{Lo: []byte{spaceTable}, Hi: []byte{spaceTable + 1}},
 	}
 	for _, name := range []string{metaApplied, metaDigest} {

@@ -14,8 +14,10 @@ type rowEntry struct {
 	pk      []byte
 	row     sql.Row // new row; nil when deleted
 	deleted bool
-	delta   int64  // keyless tables: change of the row's count
-	pos     uint64 // certification read position of the row's key
+	delta   int64 // keyless tables: change of the row's count
+	// shippedDelta is the part of delta a fragment already replicated.
+	shippedDelta int64
+	pos          uint64 // certification read position of the row's key
 	// uniquePos is the position of the unique-key checks for the new row.
 	uniquePos uint64
 }

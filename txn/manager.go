@@ -71,6 +71,13 @@ type Config struct {
 	// and this node's offset (1, 1 on a single node), like Galera's
 	// wsrep_auto_increment_control.
 	AutoIncrementStride func() (increment, offset uint64)
+	// StreamBytes is the size of a transaction's buffered changes from
+	// which it streams (see stream.go) even when its session did not ask
+	// for it; 0 never.
+	StreamBytes int64
+	// StreamFragmentBytes is the fragment size of a transaction that
+	// streams because of StreamBytes (default StreamBytes/8).
+	StreamFragmentBytes int64
 }
 
 // Manager creates transactions and holds what they share: the lock table,
@@ -95,6 +102,9 @@ type Manager struct {
 
 	// Counters for status variables.
 	Commits, Rollbacks, CertFailures, LockTimeouts, Deadlocks atomic.Uint64
+	// Streams counts transactions that streamed, Fragments the fragments
+	// they replicated before their commit.
+	Streams, Fragments atomic.Uint64
 }
 
 // reportLag is how far this node's low watermark may run ahead of what it
@@ -163,6 +173,12 @@ type Options struct {
 	Isolation       Isolation
 	ReadOnly        bool
 	LockWaitTimeout time.Duration
+	// FragmentUnit and FragmentSize make the transaction stream in
+	// fragments of FragmentSize units (wsrep_trx_fragment_unit and
+	// wsrep_trx_fragment_size); size 0 streams only past
+	// Config.StreamBytes.
+	FragmentUnit FragmentUnit
+	FragmentSize int64
 }
 
 // Begin starts a transaction. It takes no snapshot until its first read.

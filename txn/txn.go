@@ -80,6 +80,9 @@ type Txn struct {
 	stmtBufs   map[uint64]*tableBuf // see stmtview.go
 	savepoints []savepoint
 
+	stream *streamState // set once a fragment was replicated
+	since  since        // changes since the last fragment
+
 	registered bool
 	done       bool
 	// aborted is set when the transaction lost a deadlock: like InnoDB it
@@ -377,8 +380,7 @@ func (t *Txn) Insert(ctx context.Context, ti *storage.TableInfo, row sql.Row) er
 	if err != nil {
 		return err
 	}
-	t.putRow(ti, &rowEntry{pk: pk, row: row, pos: t.readPos(ti, pk, pos), uniquePos: upos})
-	return nil
+	return t.putRow(ctx, ti, &rowEntry{pk: pk, row: row, pos: t.readPos(ti, pk, pos), uniquePos: upos})
 }
 
 // Update replaces old with new.
@@ -427,8 +429,7 @@ func (t *Txn) Update(ctx context.Context, ti *storage.TableInfo, old, new sql.Ro
 			e.pos = min(e.pos, prev.pos)
 		}
 	}
-	t.putRow(ti, e)
-	return nil
+	return t.putRow(ctx, ti, e)
 }
 
 // Delete removes row.
@@ -453,8 +454,7 @@ func (t *Txn) Delete(ctx context.Context, ti *storage.TableInfo, row sql.Row) er
 			e.pos = min(e.pos, prev.pos)
 		}
 	}
-	t.putRow(ti, e)
-	return nil
+	return t.putRow(ctx, ti, e)
 }
 
 func (t *Txn) writable() error {
@@ -470,7 +470,14 @@ func (t *Txn) writable() error {
 	return nil
 }
 
-func (t *Txn) putRow(ti *storage.TableInfo, e *rowEntry) {
+// putRow buffers a row change. A streaming transaction first replicates
+// the changes since its last fragment when they fill one.
+func (t *Txn) putRow(ctx context.Context, ti *storage.TableInfo, e *rowEntry) error {
+	if t.fragmentDue() {
+		if err := t.replicateFragment(ctx); err != nil {
+			return err
+		}
+	}
 	t.freeze(ti.Def.ID)
 	b := t.buf(ti, true)
 	prev, had := b.put(e)
@@ -479,6 +486,8 @@ func (t *Txn) putRow(ti *storage.TableInfo, e *rowEntry) {
 		rec.prev = prev
 	}
 	t.undo = append(t.undo, rec)
+	t.noteChange(b, e)
+	return nil
 }
 
 // putKeyless changes the count of a keyless row by delta.
@@ -491,11 +500,11 @@ func (t *Txn) putKeyless(ctx context.Context, ti *storage.TableInfo, pk []byte, 
 	if b := t.buf(ti, false); b != nil {
 		if prev, ok := b.get(pk); ok {
 			e.delta += prev.delta
+			e.shippedDelta = prev.shippedDelta
 			e.pos = min(e.pos, prev.pos)
 		}
 	}
-	t.putRow(ti, e)
-	return nil
+	return t.putRow(ctx, ti, e)
 }
 
 // checkUniqueAll checks every unique index for new (old is the row it
@@ -732,15 +741,26 @@ func (t *Txn) StatementBegin() {
 
 // StatementDiscard undoes the changes of the current statement (a failed
 // statement inside a transaction leaves the transaction's earlier work).
+// A streaming transaction whose statement replicated some of its rows is
+// rolled back whole.
 func (t *Txn) StatementDiscard() {
-	if t.stmtMark >= 0 && !t.aborted {
+	switch {
+	case t.stmtMark < 0 || t.aborted:
+	case t.belowShipped(t.stmtMark):
+		t.abort()
+	default:
 		t.rollbackTo(t.stmtMark)
 	}
 	t.endStatement()
 }
 
 // StatementComplete ends the statement's change tracking.
-func (t *Txn) StatementComplete() { t.endStatement() }
+func (t *Txn) StatementComplete() {
+	if t.stmtMark >= 0 && len(t.undo) > t.stmtMark {
+		t.since.stmts++
+	}
+	t.endStatement()
+}
 
 func (t *Txn) rollbackTo(mark int) {
 	for i := len(t.undo) - 1; i >= mark; i-- {
@@ -785,6 +805,10 @@ func (t *Txn) RollbackToSavepoint(name string) error {
 	for i := len(t.savepoints) - 1; i >= 0; i-- {
 		sp := t.savepoints[i]
 		if sp.name == name {
+			if t.belowShipped(sp.undo) {
+				t.abort()
+				return ErrStreamRolledBack
+			}
 			t.restore(sp)
 			t.savepoints = t.savepoints[:i+1]
 			return nil
@@ -821,13 +845,22 @@ func (t *Txn) Commit(ctx context.Context) (Outcome, error) {
 	}
 	ws, err := t.writeSet(ctx)
 	if err != nil {
+		t.rollbackStream()
 		return Outcome{}, err
+	}
+	if t.stream != nil {
+		ws.Flags |= writeset.FlagStreamCommit
+		ws.Stream = writeset.Stream{ID: t.stream.id, Frag: t.stream.frag}
 	}
 	t.m.noteReported(ws.ID.Origin, ws.LastSeen)
 	out, err := t.m.cfg.Replicator.Replicate(ctx, ws)
 	if err != nil {
+		// the outcome is unknown: should the commit still be ordered, it
+		// is ordered before this rollback or fails behind it
+		t.rollbackStream()
 		return out, err
 	}
+	t.stream = nil
 	if out.Rejected != nil {
 		return out, out.Rejected
 	}
@@ -842,6 +875,7 @@ func (t *Txn) Commit(ctx context.Context) (Outcome, error) {
 // abort rolls the transaction back in place after it lost a deadlock; its
 // read view stays open for iterators still using it until Rollback.
 func (t *Txn) abort() {
+	t.rollbackStream()
 	t.aborted = true
 	t.endStatement()
 	t.savepoints = nil
@@ -864,6 +898,7 @@ func (t *Txn) Rollback() {
 		return
 	}
 	t.m.Rollbacks.Add(1)
+	t.rollbackStream()
 	t.finish()
 }
 
@@ -916,7 +951,7 @@ func (t *Txn) writeSet(ctx context.Context) (*writeset.WriteSet, error) {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	rows := 0
 	for _, b := range t.tables {
-		rows += b.rows.Len()
+		rows += t.rowCount(b)
 	}
 	ws.Ops = slices.Grow(ws.Ops, rows)
 	ws.Keys = slices.Grow(ws.Keys, rows+len(t.refs))
@@ -935,12 +970,7 @@ func (t *Txn) writeSet(ctx context.Context) (*writeset.WriteSet, error) {
 		if b == nil {
 			continue
 		}
-		var err error
-		b.rows.Ascend(func(e *rowEntry) bool {
-			err = t.appendRowOp(ctx, ws, b, e)
-			return err == nil
-		})
-		if err != nil {
+		if err := t.eachRow(b, func(e *rowEntry) error { return t.appendRowOp(ctx, ws, b, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -975,14 +1005,16 @@ func (t *Txn) appendRowOp(ctx context.Context, ws *writeset.WriteSet, b *tableBu
 	ws.Keys = append(ws.Keys, writeset.Key{Kind: writeset.KeyRow, Key: storage.CertKey(b.id, e.pk), Pos: e.pos})
 	switch {
 	case ti.Def.Keyless():
-		if e.delta == 0 {
+		delta := e.delta - e.shippedDelta
+		if delta == 0 {
 			return nil
 		}
 		data, err := ti.EncodeRow(ctx, e.row)
 		if err != nil {
 			return err
 		}
-		ws.Ops = append(ws.Ops, writeset.Op{Kind: writeset.OpDelta, TableID: b.id, Key: e.pk, Value: data, Delta: e.delta})
+		ws.Ops = append(ws.Ops, writeset.Op{Kind: writeset.OpDelta, TableID: b.id, Key: e.pk, Value: data, Delta: delta})
+		e.shippedDelta = e.delta
 	case e.deleted:
 		ws.Ops = append(ws.Ops, writeset.Op{Kind: writeset.OpDelete, TableID: b.id, Key: e.pk})
 	default:

@@ -7,6 +7,7 @@
 // Wire format (all integers uvarint unless noted):
 //
 //	magic "CWS1" | id.origin | id.seq | lastSeen | flags
+//	| [stream.origin | stream.seq | node | frag]   (only with a stream flag)
 //	| nTables | nTables × (tableID | schemaPos | tflags)
 //	| nKeys   | nKeys   × (kind byte | len | key | pos)
 //	| nOps    | nOps    × (kind byte | tableID | ... per kind)
@@ -51,7 +52,32 @@ const (
 	// FlagHeartbeat marks an empty write-set that only reports the origin's
 	// LastSeen position so the certification index can be pruned.
 	FlagHeartbeat
+	// FlagFragment marks a fragment of a streaming transaction (Stream
+	// names it) that does not end it: certified, its rows are locked
+	// cluster-wide and applied provisionally, invisible until the commit.
+	FlagFragment
+	// FlagStreamCommit marks the last fragment of a streaming transaction:
+	// its rows and those of every earlier fragment become visible at once.
+	FlagStreamCommit
+	// FlagStreamRollback ends a streaming transaction without applying
+	// anything; it carries no keys or operations.
+	FlagStreamRollback
 )
+
+// StreamFlags are the flags of a streaming transaction's write-sets.
+const StreamFlags = FlagFragment | FlagStreamCommit | FlagStreamRollback
+
+// Stream identifies the streaming transaction a write-set with one of the
+// StreamFlags belongs to.
+type Stream struct {
+	// ID is the ID of the transaction's first fragment.
+	ID ID
+	// Node is the raft member id of the origin node: its streams are
+	// rolled back when it restarts or leaves.
+	Node uint64
+	// Frag numbers the transaction's fragments from 0.
+	Frag uint64
+}
 
 // KeyKind says what a certification key names.
 type KeyKind byte
@@ -123,9 +149,11 @@ type WriteSet struct {
 	// below the minimum LastSeen of all members.
 	LastSeen uint64
 	Flags    Flags
-	Tables   []Table
-	Keys     []Key
-	Ops      []Op
+	// Stream is set when Flags has one of the StreamFlags.
+	Stream Stream
+	Tables []Table
+	Keys   []Key
+	Ops    []Op
 }
 
 // Size is an upper bound of the encoded size in bytes; Encode reserves it,
@@ -133,7 +161,7 @@ type WriteSet struct {
 // of copies.
 func (ws *WriteSet) Size() int {
 	const v = binary.MaxVarintLen64
-	n := len(magic) + 6*v + len(ws.Tables)*3*v + 4
+	n := len(magic) + 10*v + len(ws.Tables)*3*v + 4
 	for _, k := range ws.Keys {
 		n += 1 + 2*v + len(k.Key)
 	}
@@ -152,6 +180,12 @@ func (ws *WriteSet) Encode(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, ws.ID.Seq)
 	dst = binary.AppendUvarint(dst, ws.LastSeen)
 	dst = binary.AppendUvarint(dst, uint64(ws.Flags))
+	if ws.Flags&StreamFlags != 0 {
+		dst = binary.AppendUvarint(dst, ws.Stream.ID.Origin)
+		dst = binary.AppendUvarint(dst, ws.Stream.ID.Seq)
+		dst = binary.AppendUvarint(dst, ws.Stream.Node)
+		dst = binary.AppendUvarint(dst, ws.Stream.Frag)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(ws.Tables)))
 	for _, t := range ws.Tables {
 		dst = binary.AppendUvarint(dst, t.ID)
@@ -225,6 +259,9 @@ func Decode(data []byte) (*WriteSet, error) {
 	ws.ID.Seq = d.uvarint()
 	ws.LastSeen = d.uvarint()
 	ws.Flags = Flags(d.uvarint())
+	if ws.Flags&StreamFlags != 0 {
+		ws.Stream = Stream{ID: ID{Origin: d.uvarint(), Seq: d.uvarint()}, Node: d.uvarint(), Frag: d.uvarint()}
+	}
 	if n := d.count(3); n > 0 {
 		ws.Tables = make([]Table, n)
 		for i := range ws.Tables {

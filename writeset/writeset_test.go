@@ -28,7 +28,17 @@ func sample() *WriteSet {
 }
 
 func TestEncodeRoundTrip(t *testing.T) {
-	ws := sample()
+	t.Run("plain", func(t *testing.T) { roundTrip(t, sample()) })
+	t.Run("fragment", func(t *testing.T) {
+		ws := sample()
+		ws.Flags = FlagFragment
+		ws.Stream = Stream{ID: ID{Origin: 0xdef, Seq: 7}, Node: 3, Frag: 12}
+		roundTrip(t, ws)
+	})
+}
+
+func roundTrip(t *testing.T, ws *WriteSet) {
+	t.Helper()
 	data := ws.Encode([]byte("prefix"))
 	if !bytes.HasPrefix(data, []byte("prefix")) {
 		t.Fatalf("Encode dropped dst's contents")

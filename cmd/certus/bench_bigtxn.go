@@ -9,6 +9,14 @@ import (
 	"github.com/certusdb/certus/bench"
 )
 
+// streamingModes are the sessions of the big UPDATE: plain, and streaming
+// as the anchors run it on Galera. Certus streams a plain one too, past
+// --stream-threshold.
+var streamingModes = map[string][]string{
+	"plain":     nil,
+	"streaming": {"SET SESSION wsrep_trx_fragment_unit = 'rows'", "SET SESSION wsrep_trx_fragment_size = 1000"},
+}
+
 func benchBigTxnCmd() *cobra.Command {
 	var anchors string
 	var tables, size, threads, rows int
@@ -21,8 +29,9 @@ func benchBigTxnCmd() *cobra.Command {
 anchor scripts and Galera are installed, the anchors' 3-node Galera cluster;
 prepare sysbench tables and a table big of --rows rows on each. Then run
 sysbench oltp_read_write on node 1 with one-second reports and, after
---start, one UPDATE big SET c=c+1 on node 2. Galera runs it twice: plain and
-with streaming replication (wsrep_trx_fragment_unit=rows, size 1000).
+--start, one UPDATE big SET c=c+1 on node 2. Each system runs it twice: plain
+and with streaming replication (wsrep_trx_fragment_unit=rows, size 1000);
+Certus streams the plain one too, as it passes --stream-threshold.
 Prints node 1's per-second throughput of every run side by side (U: UPDATE
 sent, C: committed on node 2, A: applied on node 1) and a summary: baseline
 tps, longest run of seconds at 0 tps, seconds below half the baseline, and
@@ -66,7 +75,7 @@ the worst second. Holds /tmp/bench.lock while running.`,
 				return err
 			}
 			c.Keep = keep
-			err = measure("Certus", c.Targets(), map[string][]string{"plain": nil}, []string{"plain"})
+			err = measure("Certus", c.Targets(), streamingModes, []string{"plain", "streaming"})
 			c.Stop()
 			if keep {
 				progress("Certus data dirs and logs kept in %s", c.Dir())
@@ -80,10 +89,7 @@ the worst second. Holds /tmp/bench.lock while running.`,
 				if err != nil {
 					return err
 				}
-				err = measure("Galera", g.Targets(), map[string][]string{
-					"plain":     nil,
-					"streaming": {"SET SESSION wsrep_trx_fragment_unit = 'rows'", "SET SESSION wsrep_trx_fragment_size = 1000"},
-				}, []string{"plain", "streaming"})
+				err = measure("Galera", g.Targets(), streamingModes, []string{"plain", "streaming"})
 				g.Stop()
 				if err != nil {
 					return err

@@ -54,6 +54,8 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.Var(byteSize[uint64]{&cfg.GCacheSize}, "gcache-size", "raft log kept for members that fall behind, like Galera's gcache.size (e.g. 128MB; default 128MiB); a member that needs older entries gets a full state transfer")
 	f.Var(byteSize[int64]{&cfg.SSTMaxRate}, "sst-max-rate", "bytes per second this node sends to one joiner as a state transfer donor (e.g. 50MB; default unlimited)")
 	f.IntVar(&cfg.ApplierThreads, "applier-threads", 1, "wsrep_applier_threads: workers that build replicated write-sets in parallel (dependencies from their keys) while commits stay in log order; SET GLOBAL wsrep_applier_threads changes it at runtime")
+	cfg.StreamThreshold = 1 << 20
+	f.Var(byteSize[int64]{&cfg.StreamThreshold}, "stream-threshold", "a transaction whose changes grow past this size streams (replicates in fragments of 1/8 of it, rows locked cluster-wide, visible at commit) even without wsrep_trx_fragment_size (default 1MiB; 0 never)")
 	f.StringVar(&cfg.ProviderOptions, "provider-options", "", `provider options as in Galera's wsrep_provider_options, e.g. "gcs.fc_limit=100; gcs.fc_factor=1.0" (flow control); SET GLOBAL wsrep_provider_options changes them at runtime`)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&cfg.FaultInjection, "enable-fault-injection", false, "enable POST /debug/fault on the HTTP port (tests only)")

@@ -1,0 +1,116 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/certusdb/certus/certify"
+	"github.com/certusdb/certus/storage"
+	"github.com/certusdb/certus/txn"
+	"github.com/certusdb/certus/writeset"
+)
+
+// applyStream certifies and applies a write-set of a streaming transaction
+// (see storage/stream.go and certify): a fragment joins the transaction's
+// provisional batch, the last fragment commits it, a rollback or a failed
+// fragment discards it. Its certification record is what a replay needs: a
+// commit with every key it recorded, the others with none.
+func (c *Core) applyStream(idx uint64, ws *writeset.WriteSet, data []byte) error {
+	start := c.now()
+	v := c.cert.Certify(idx, ws)
+	certified := c.now()
+	out := txn.Outcome{Seqno: idx}
+	ended := c.eng.EndStreams(v.Aborted)
+	rec := *ws
+	rec.Flags &^= writeset.StreamFlags
+	rec.Keys = nil
+	if ws.Flags&writeset.FlagStreamCommit != 0 {
+		rec.Keys = v.Recorded
+	}
+	verdict := VerdictCommitted
+	if !v.OK {
+		verdict = VerdictFailed
+	}
+	extra := append([]storage.KV{c.horizonKV(), certRecordKV(idx, &rec, verdict)}, ended...)
+	var err error
+	switch {
+	case !v.OK:
+		out.Reason = v.Reason.String()
+		if v.Reason != certify.ReasonDuplicate {
+			c.stats.CertFailuresAll.Add(1)
+		}
+		err = c.eng.MarkApplied(idx, extra)
+	case ws.Flags&writeset.FlagFragment != 0:
+		out.Committed = true
+		err = c.eng.ApplyFragment(idx, ws, data, extra)
+	case ws.Flags&writeset.FlagStreamCommit != 0:
+		onReject := append([]storage.KV{c.horizonKV(), certRecordKV(idx, &rec, VerdictRejected)}, ended...)
+		var res storage.ApplyResult
+		res, err = c.eng.CommitStream(idx, ws, extra, onReject)
+		out.Rejected, out.Committed = res.Rejected, res.Rejected == nil
+	default: // a rollback
+		out.Committed = true
+		err = c.eng.MarkApplied(idx, extra)
+	}
+	if err != nil {
+		return fmt.Errorf("apply streaming write-set at seqno %d: %w", idx, err)
+	}
+	if done := c.now(); done.Sub(start) > slowApply && c.cfg.Now != nil {
+		c.log.Info("slow apply: later commits waited for this fragment", "seqno", idx, "bytes", len(data), "ops", len(ws.Ops),
+			"commit", ws.Flags&writeset.FlagStreamCommit != 0, "keys_recorded", len(v.Recorded),
+			"certify", certified.Sub(start).Round(time.Millisecond), "apply", done.Sub(certified).Round(time.Millisecond))
+	}
+	if v.Reason != certify.ReasonDuplicate && c.cfg.OnApplied != nil {
+		c.cfg.OnApplied(ws, out)
+	}
+	return nil
+}
+
+// restoreStreams reopens in the certification index the streaming
+// transactions whose fragments the engine holds.
+func (c *Core) restoreStreams() error {
+	stored, err := c.eng.StoredStreams()
+	if err != nil {
+		return err
+	}
+	for _, frags := range stored {
+		c.cert.RestoreStream(frags)
+	}
+	if len(stored) > 0 {
+		c.log.Info("streaming transactions restored", "open", len(stored))
+	}
+	return nil
+}
+
+// rollbackStaleStreams ends, once the node has recovered after its start,
+// the streaming transactions it began before: the sessions that ran them
+// are gone, so they can never commit, and their locks would hold back
+// every other node's writes to their rows.
+func (n *Node) rollbackStaleStreams() {
+	for !n.Recovered() {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	stored, err := n.eng.StoredStreams()
+	if err != nil {
+		n.log.Error("reading streaming transactions", "err", err)
+		return
+	}
+	var seq uint64 = 1 << 63 // ids of no transaction of this incarnation
+	for id, frags := range stored {
+		if frags[0].Stream.Node != n.cfg.Self.ID {
+			continue
+		}
+		seq++
+		ws := &writeset.WriteSet{ID: writeset.ID{Seq: seq}, LastSeen: n.core.Applied(), Flags: writeset.FlagStreamRollback,
+			Stream: writeset.Stream{ID: id, Frag: uint64(len(frags))}}
+		ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
+		out, err := n.Replicate(ctx, ws)
+		cancel()
+		n.log.Info("rolled back a streaming transaction this node began before its restart", "transaction", id, "seqno", out.Seqno, "err", err)
+	}
+}

@@ -1,0 +1,189 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/certusdb/certus/writeset"
+)
+
+// Streaming transactions. Every fragment that passed certification is
+// applied in its turn into its transaction's provisional batch (an indexed
+// pebble batch that reads the database through itself), which no reader
+// sees, and stored under
+//
+//	's' stream.origin(8) stream.seq(8) seqno(8) -> the fragment as logged
+//
+// with the seqno, so a restart or a state transfer rebuilds the batch. The
+// last fragment commits the batch: every row of the transaction becomes
+// visible at its seqno at once. Rebuilding from the current state is
+// right because certification locks a fragment's rows until the
+// transaction ends: nothing else writes them after the fragment's seqno.
+const spaceStream byte = 's'
+
+// stream is an open streaming transaction's provisional batch.
+type stream struct {
+	a        *applier
+	frags    [][]byte // keys of the stored fragments
+	rejected error    // a fragment was refused: the commit is refused
+}
+
+func streamPrefix(id writeset.ID) []byte {
+	k := binary.BigEndian.AppendUint64([]byte{spaceStream}, id.Origin)
+	return binary.BigEndian.AppendUint64(k, id.Seq)
+}
+
+func streamKey(id writeset.ID, seqno uint64) []byte {
+	return binary.BigEndian.AppendUint64(streamPrefix(id), seqno)
+}
+
+// openStream returns the open transaction id, starting it if needed.
+func (e *Engine) openStream(id writeset.ID) *stream {
+	st := e.streams[id]
+	if st == nil {
+		b := e.db.NewIndexedBatch()
+		st = &stream{a: &applier{e: e, b: b, r: b, auto: map[uint64]uint64{}}}
+		e.streams[id] = st
+		e.openStreams.Store(int64(len(e.streams)))
+	}
+	return st
+}
+
+// addFragment applies ws's operations to the transaction's batch.
+func (st *stream) addFragment(cat *Catalog, ws *writeset.WriteSet) error {
+	if st.rejected != nil {
+		return nil
+	}
+	if hasSchemaOps(ws) {
+		st.rejected = fmt.Errorf("%w: schema change in a streaming transaction", ErrApplyRejected)
+		return nil
+	}
+	st.a.cat = cat
+	err := st.a.apply(ws)
+	if errors.Is(err, ErrApplyRejected) {
+		st.rejected = err
+		return nil
+	}
+	return err
+}
+
+// ApplyFragment applies at seqno a fragment (writeset.FlagFragment) that
+// passed certification, with data its logged bytes: its rows join the
+// transaction's provisional batch, invisible to readers, and the fragment is
+// stored with extra.
+func (e *Engine) ApplyFragment(seqno uint64, ws *writeset.WriteSet, data []byte, extra []KV) error {
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	st := e.openStream(ws.Stream.ID)
+	if err := st.addFragment(e.cat.Load(), ws); err != nil {
+		return err
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	k := streamKey(ws.Stream.ID, seqno)
+	if err := b.Set(k, data, nil); err != nil {
+		return err
+	}
+	st.frags = append(st.frags, k)
+	if err := writeExtra(b, extra); err != nil {
+		return err
+	}
+	return e.commit(b, seqno, nil, nil, Digest{})
+}
+
+// CommitStream applies at seqno the last fragment of a streaming
+// transaction (writeset.FlagStreamCommit) that passed certification: its
+// rows and every earlier fragment's become visible at once, like Apply of
+// one write-set holding them all.
+func (e *Engine) CommitStream(seqno uint64, ws *writeset.WriteSet, extra, onReject []KV) (ApplyResult, error) {
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	st := e.openStream(ws.Stream.ID)
+	delete(e.streams, ws.Stream.ID)
+	e.openStreams.Store(int64(len(e.streams)))
+	if err := st.addFragment(e.cat.Load(), ws); err != nil {
+		st.a.b.Close()
+		return ApplyResult{}, err
+	}
+	drop := st.dropKVs()
+	p := &Prepared{b: st.a.b, auto: st.a.auto, delta: st.a.d, rejected: st.rejected, ahead: true}
+	return e.commitPrepared(seqno, p, append(extra, drop...), append(onReject, drop...))
+}
+
+// dropKVs deletes the stored fragments.
+func (st *stream) dropKVs() []KV {
+	kvs := make([]KV, len(st.frags))
+	for i, k := range st.frags {
+		kvs[i] = KV{Key: k}
+	}
+	return kvs
+}
+
+// EndStreams discards the provisional batches of streaming transactions
+// that ended without committing and returns what deletes their stored
+// fragments; the caller writes it with the seqno that ended them.
+func (e *Engine) EndStreams(ids []writeset.ID) []KV {
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	var kvs []KV
+	for _, id := range ids {
+		if st := e.streams[id]; st != nil {
+			kvs = append(kvs, st.dropKVs()...)
+			st.a.b.Close()
+			delete(e.streams, id)
+		}
+	}
+	e.openStreams.Store(int64(len(e.streams)))
+	return kvs
+}
+
+// OpenStreams reports the number of open streaming transactions.
+func (e *Engine) OpenStreams() int { return int(e.openStreams.Load()) }
+
+// StoredStreams returns the stored fragments of every open streaming
+// transaction, in log order, for rebuilding what derives from them.
+func (e *Engine) StoredStreams() (map[writeset.ID][]*writeset.WriteSet, error) {
+	out := map[writeset.ID][]*writeset.WriteSet{}
+	err := e.scanPrefix([]byte{spaceStream}, func(k, v []byte) error {
+		if len(k) != 25 {
+			return fmt.Errorf("%w: stream fragment key %x", ErrCorruptData, k)
+		}
+		ws, err := writeset.Decode(append([]byte(nil), v...))
+		if err != nil {
+			return fmt.Errorf("%w: stream fragment %x: %v", ErrCorruptData, k, err)
+		}
+		id := writeset.ID{Origin: binary.BigEndian.Uint64(k[1:]), Seq: binary.BigEndian.Uint64(k[9:])}
+		out[id] = append(out[id], ws)
+		return nil
+	})
+	return out, err
+}
+
+// loadStreams rebuilds the provisional batches from the stored fragments.
+func (e *Engine) loadStreams() error {
+	for _, st := range e.streams {
+		st.a.b.Close()
+	}
+	e.streams = map[writeset.ID]*stream{}
+	e.openStreams.Store(0)
+	stored, err := e.StoredStreams()
+	if err != nil {
+		return err
+	}
+	cat := e.cat.Load()
+	for id, frags := range stored {
+		st := e.openStream(id)
+		for _, ws := range frags {
+			if err := st.addFragment(cat, ws); err != nil {
+				return err
+			}
+		}
+	}
+	// the keys, in order
+	return e.scanPrefix([]byte{spaceStream}, func(k, _ []byte) error {
+		id := writeset.ID{Origin: binary.BigEndian.Uint64(k[1:]), Seq: binary.BigEndian.Uint64(k[9:])}
+		e.streams[id].frags = append(e.streams[id].frags, append([]byte(nil), k...))
+		return nil
+	})
+}

@@ -1,0 +1,118 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/certusdb/certus/writeset"
+)
+
+// TestStreamEqualsSerialApply applies the same random history to two
+// engines. One applies each streaming transaction's fragments as they
+// come, between other write-sets on other rows (as certification's locks
+// guarantee), sometimes restarts in the middle, then commits or rolls it
+// back; the other applies the fragments one after the other where the
+// transaction commits, or nothing where it rolls back. Until the commit
+// the streaming engine's visible state must not change; after it, both
+// must hold the same state, whose digest matches their data.
+func TestStreamEqualsSerialApply(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		sfs := vfs.NewMem()
+		serial, streamed := openMem(t, vfs.NewMem()), openMem(t, sfs)
+		hs, hx := &applyHarness{t: t, e: serial}, &applyHarness{t: t, e: streamed}
+		for _, op := range []writeset.Op{
+			schemaOp(&SchemaOp{Kind: OpPutDatabase, Database: &DatabaseDef{Name: "d"}}),
+			schemaOp(&SchemaOp{Kind: OpPutTable, Table: testTable(), TableID: 7}),
+		} {
+			hs.apply(op)
+			hx.apply(op)
+		}
+		def, _ := serial.Catalog().TableByName("d", "t")
+		ti, err := def.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewSource(seed))
+		row := func(id int64) writeset.Op {
+			if r.Intn(5) == 0 {
+				pk, _ := ti.EncodePK(context.Background(), sql.Row{id, nil, nil})
+				return writeset.Op{Kind: writeset.OpDelete, TableID: 7, Key: pk}
+			}
+			// u repeats across rows of one fragment only through the
+			// row itself, so the unique index stays satisfiable
+			return rowPut(t, ti, sql.Row{id, fmt.Sprintf("u%d-%d", id, r.Intn(3)), int32(r.Intn(100))})
+		}
+		for round := 0; round < 8; round++ {
+			id := writeset.ID{Origin: 2, Seq: uint64(round + 1)}
+			var frags []*writeset.WriteSet
+			n := 1 + r.Intn(4)
+			for f := 0; f <= n; f++ {
+				ws := &writeset.WriteSet{ID: writeset.ID{Origin: 2, Seq: uint64(100*round + f)}, Flags: writeset.FlagFragment,
+					Stream: writeset.Stream{ID: id, Node: 1, Frag: uint64(f)}}
+				if f == n {
+					ws.Flags = writeset.FlagStreamCommit
+				}
+				// a row appears once per fragment, and again in later ones
+				for _, rid := range r.Perm(200)[:r.Intn(40)] {
+					ws.Ops = append(ws.Ops, row(int64(rid)))
+				}
+				frags = append(frags, ws)
+			}
+			rollback := r.Intn(4) == 0
+			before := streamed.digest
+			for f, ws := range frags[:n] {
+				hx.seqno++
+				if err := streamed.ApplyFragment(hx.seqno, ws, ws.Encode(nil), nil); err != nil {
+					t.Fatal(err)
+				}
+				for i := r.Intn(3); i > 0; i-- { // others' write-sets on rows the stream does not hold
+					op := row(200 + int64(r.Intn(100)))
+					hs.apply(op)
+					hx.apply(op)
+					before = streamed.digest
+				}
+				if f == n/2 && r.Intn(2) == 0 {
+					if err := streamed.Close(); err != nil {
+						t.Fatal(err)
+					}
+					streamed = openMem(t, sfs)
+					hx.e = streamed
+				}
+				if streamed.digest != before {
+					t.Fatalf("seed %d round %d: a fragment changed the visible state", seed, round)
+				}
+			}
+			if rollback {
+				hx.seqno++
+				if err := streamed.MarkApplied(hx.seqno, streamed.EndStreams([]writeset.ID{id})); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				hx.seqno++
+				if _, err := streamed.CommitStream(hx.seqno, frags[n], nil, nil); err != nil {
+					t.Fatal(err)
+				}
+				for _, ws := range frags {
+					hs.apply(ws.Ops...)
+				}
+			}
+			if left, err := streamed.StoredStreams(); err != nil || len(left) != 0 || streamed.OpenStreams() != 0 {
+				t.Fatalf("seed %d round %d: fragments left after the end: %d stored, %d open (%v)", seed, round, len(left), streamed.OpenStreams(), err)
+			}
+			hs.checkDigest()
+			hx.checkDigest()
+			_, ds := serial.StateDigest()
+			_, dx := streamed.StateDigest()
+			if ds != dx {
+				t.Fatalf("seed %d round %d (rollback %v): serial digest %s, streamed %s", seed, round, rollback, ds, dx)
+			}
+		}
+		serial.Close()
+		streamed.Close()
+	}
+}

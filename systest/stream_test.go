@@ -1,0 +1,206 @@
+package systest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certusdb/certus/internal/testcluster"
+)
+
+// TestStreamingReplication runs streaming transactions (wsrep_trx_fragment_unit
+// and wsrep_trx_fragment_size, as in Galera) on a 3-node cluster of real
+// processes: their fragments are replicated while they run, lock their rows
+// on every node and stay invisible until the commit; a rollback, a lost
+// conflict or the origin's crash leaves no trace on any node.
+func TestStreamingReplication(t *testing.T) {
+	// a low threshold: a transaction of more than 64 KiB streams by itself
+	c := testcluster.StartCluster(t, 3, "--stream-threshold=64KB")
+	n1, n2, n3 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
+	const rows = 2000
+	mustExec(t, n1.DB(""), "CREATE DATABASE sr")
+	mustExec(t, n1.DB(""), "CREATE TABLE sr.t (id INT PRIMARY KEY, c INT NOT NULL, u INT NOT NULL, pad VARCHAR(40), UNIQUE KEY uu (u), KEY kc (c))")
+	var q strings.Builder
+	q.WriteString("INSERT INTO sr.t VALUES ")
+	for i := 0; i < rows; i++ {
+		if i > 0 {
+			q.WriteString(",")
+		}
+		fmt.Fprintf(&q, "(%d, 0, %d, 'pad-%d')", i, i, i)
+	}
+	mustExec(t, n1.DB(""), q.String())
+	awaitApplied(t, c)
+	state := func(t *testing.T, n *testcluster.Node) string {
+		var s string
+		if err := n.DB("").QueryRow("SELECT CONCAT(COUNT(*), '/', SUM(c), '/', SUM(u)) FROM sr.t").Scan(&s); err != nil {
+			t.Fatalf("%s: %v", n.Name, err)
+		}
+		return s
+	}
+	// begin starts a streaming transaction on n that moves every row's c
+	// and unique u, with fragments of 100 rows.
+	begin := func(t *testing.T, n *testcluster.Node, bump int) (*sql.Conn, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		conn, err := n.DB("").Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"SET SESSION wsrep_trx_fragment_unit = 'rows'", "SET SESSION wsrep_trx_fragment_size = 100", "BEGIN"} {
+			if _, err := conn.ExecContext(ctx, s); err != nil {
+				t.Fatalf("%s: %s: %v", n.Name, s, err)
+			}
+		}
+		_, err = conn.ExecContext(ctx, fmt.Sprintf("UPDATE sr.t SET c = c + %d, u = u + %d", bump, bump*rows))
+		return conn, err
+	}
+	exec := func(conn *sql.Conn, s string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		_, err := conn.ExecContext(ctx, s)
+		return err
+	}
+	awaitStreams := func(t *testing.T, want int64, nodes ...*testcluster.Node) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for _, n := range nodes {
+			for qStatus(t, n, "certus_open_streams") != want {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: certus_open_streams = %d, want %d", n.Name, qStatus(t, n, "certus_open_streams"), want)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	base := state(t, n1)
+
+	t.Run("commit", func(t *testing.T) {
+		conn, err := begin(t, n2, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if got := qStatus(t, n2, "certus_streamed_fragments"); got < rows/100-1 {
+			t.Fatalf("origin replicated %d fragments before COMMIT, want about %d", got, rows/100)
+		}
+		awaitStreams(t, 1, n1, n3)
+		for _, n := range []*testcluster.Node{n1, n3} {
+			if got := state(t, n); got != base {
+				t.Fatalf("%s sees %s before the commit, want %s: fragments must stay invisible", n.Name, got, base)
+			}
+		}
+		_, err = n1.DB("").Exec("UPDATE sr.t SET c = 99 WHERE id = 7")
+		wantErr(t, err, 1213, "40001")
+		_, err = n3.DB("").Exec(fmt.Sprintf("INSERT INTO sr.t VALUES (%d, 0, %d, 'x')", rows+1, rows+5)) // u taken by the stream
+		wantErr(t, err, 1213, "40001")
+		if err := exec(conn, "COMMIT"); err != nil {
+			t.Fatalf("COMMIT: %v", err)
+		}
+		awaitApplied(t, c)
+		awaitStreams(t, 0, n1, n2, n3)
+		want := fmt.Sprintf("%d/%d/%d", rows, rows, rows*(rows-1)/2+rows*rows)
+		for _, n := range c.Nodes {
+			if got := state(t, n); got != want {
+				t.Fatalf("%s: %s after the commit, want %s", n.Name, got, want)
+			}
+		}
+		requireIdentical(t, c)
+		base = want
+	})
+
+	t.Run("rollback", func(t *testing.T) {
+		conn, err := begin(t, n3, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		awaitStreams(t, 1, n1, n2)
+		if err := exec(conn, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		awaitStreams(t, 0, n1, n2, n3)
+		mustExec(t, n1.DB(""), "UPDATE sr.t SET pad = 'after rollback' WHERE id = 7") // the row is free again
+		awaitApplied(t, c)
+		for _, n := range c.Nodes {
+			if got := state(t, n); got != base {
+				t.Fatalf("%s: %s after ROLLBACK, want %s", n.Name, got, base)
+			}
+		}
+		requireIdentical(t, c)
+	})
+
+	t.Run("conflict", func(t *testing.T) {
+		type result struct {
+			conn *sql.Conn
+			err  error
+		}
+		res := make(chan result, 2)
+		for _, n := range []*testcluster.Node{n1, n3} {
+			go func(n *testcluster.Node) {
+				conn, err := begin(t, n, 1)
+				if err == nil {
+					err = exec(conn, "COMMIT")
+				}
+				res <- result{conn, err}
+			}(n)
+		}
+		won := 0
+		for range 2 {
+			r := <-res
+			if r.err == nil {
+				won++
+			} else if code, _ := mysqlErr(r.err); code != 1213 {
+				t.Errorf("the losing transaction got %v, want 1213", r.err)
+			}
+			r.conn.Close()
+		}
+		if won != 1 {
+			t.Fatalf("%d of 2 streaming transactions over the same rows committed, want 1", won)
+		}
+		awaitApplied(t, c)
+		awaitStreams(t, 0, n1, n2, n3)
+		want := fmt.Sprintf("%d/%d/%d", rows, 2*rows, rows*(rows-1)/2+2*rows*rows)
+		for _, n := range c.Nodes {
+			if got := state(t, n); got != want {
+				t.Fatalf("%s: %s, want %s: exactly one transaction applied", n.Name, got, want)
+			}
+		}
+		requireIdentical(t, c)
+		base = want
+	})
+
+	t.Run("origin crash", func(t *testing.T) {
+		conn, err := begin(t, n2, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitStreams(t, 1, n1, n3)
+		n2.Kill()
+		conn.Close()
+		_, err = n1.DB("").Exec("UPDATE sr.t SET pad = 'origin down' WHERE id = 7")
+		wantErr(t, err, 1213, "40001") // locked while its origin may come back
+		n2.Start()
+		awaitStreams(t, 0, n1, n2, n3)
+		mustExec(t, n1.DB(""), "UPDATE sr.t SET pad = 'origin back' WHERE id = 7")
+		awaitApplied(t, c)
+		for _, n := range c.Nodes {
+			if got := state(t, n); got != base {
+				t.Fatalf("%s: %s after the origin's crash, want %s", n.Name, got, base)
+			}
+		}
+		requireIdentical(t, c)
+	})
+
+	t.Run("automatic", func(t *testing.T) {
+		before := qStatus(t, n3, "certus_streamed_transactions")
+		mustExec(t, n3.DB(""), "UPDATE sr.t SET c = c + 1, pad = REPEAT('p', 40)") // ~100 KB of changes
+		if got := qStatus(t, n3, "certus_streamed_transactions"); got != before+1 {
+			t.Fatalf("certus_streamed_transactions %d -> %d: a transaction past --stream-threshold must stream", before, got)
+		}
+		awaitApplied(t, c)
+		requireIdentical(t, c)
+	})
+}
