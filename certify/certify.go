@@ -38,6 +38,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/certusdb/certus/writeset"
@@ -114,10 +115,11 @@ type Verdict struct {
 	// committing them (a rollback, a failed fragment, a DDL on their
 	// tables).
 	Aborted []writeset.ID
-	// Recorded are the keys recorded for the last fragment of a streaming
-	// transaction that passed: its own and those of every earlier
-	// fragment. A replay must be given them as the write-set's keys.
-	Recorded []writeset.Key
+	// Record is, for the last fragment of a streaming transaction that
+	// passed, what it recorded: its own keys and those of every earlier
+	// fragment, and whole-table writes (writeset.TableBulk). A replay
+	// must be given it in the write-set's place.
+	Record *writeset.WriteSet
 }
 
 // writer remembers the latest write to a key or table: the latest writer's
@@ -187,15 +189,18 @@ type Index struct {
 	origins map[uint64]*originState
 	// streams are the open streaming transactions; locks maps each key
 	// they hold to its transaction.
-	streams map[writeset.ID]*stream
-	locks   map[string]writeset.ID
+	streams    map[writeset.ID]*stream
+	locks      map[string]writeset.ID
+	tableLocks map[uint64]writeset.ID
 }
 
 // stream is an open streaming transaction.
 type stream struct {
-	node   uint64
-	keys   []writeset.Key // locked, in the order first locked
-	tables map[uint64]bool
+	node     uint64
+	keys     []writeset.Key  // locked one by one, in the order first locked
+	perTable map[uint64]int  // keys locked one by one per table
+	bulk     map[uint64]bool // tables locked whole (past BulkKeys keys)
+	tables   map[uint64]bool // tables written
 }
 
 type originState struct {
@@ -215,13 +220,14 @@ func New(cfg Config) *Index {
 		cfg.BulkKeys = Defaults().BulkKeys
 	}
 	return &Index{
-		cfg:     cfg,
-		keys:    map[string]*writer{},
-		tables:  map[uint64]*tableState{},
-		decided: map[writeset.ID]uint64{},
-		origins: map[uint64]*originState{},
-		streams: map[writeset.ID]*stream{},
-		locks:   map[string]writeset.ID{},
+		cfg:        cfg,
+		keys:       map[string]*writer{},
+		tables:     map[uint64]*tableState{},
+		decided:    map[writeset.ID]uint64{},
+		origins:    map[uint64]*originState{},
+		streams:    map[writeset.ID]*stream{},
+		locks:      map[string]writeset.ID{},
+		tableLocks: map[uint64]writeset.ID{},
 	}
 }
 
@@ -253,7 +259,7 @@ func (ix *Index) Certify(seqno uint64, ws *writeset.WriteSet) Verdict {
 		return v
 	}
 	id := ws.Stream.ID
-	var keys []writeset.Key
+	rec := ws
 	switch {
 	case !v.OK || ws.Flags&writeset.FlagStreamRollback != 0:
 		if ix.endStream(id) {
@@ -261,51 +267,101 @@ func (ix *Index) Certify(seqno uint64, ws *writeset.WriteSet) Verdict {
 		}
 	case ws.Flags&writeset.FlagFragment != 0:
 		ix.lockStream(ws)
+		rec = &writeset.WriteSet{ID: ws.ID, LastSeen: ws.LastSeen, Tables: ws.Tables}
 	default: // the commit
-		keys = ix.commitKeys(ws)
+		rec = ix.commitRecord(ws)
 		ix.endStream(id)
-		v.Recorded = keys
+		v.Record = rec
 	}
-	ix.record(seqno, ws, keys, v.OK)
+	ix.record(seqno, rec, rec.Keys, v.OK)
 	ix.advance(seqno)
 	return v
 }
 
 // lockStream takes the locks of a fragment that passed, opening its
-// transaction at its first fragment.
+// transaction at its first fragment. Past BulkKeys keys in one table, the
+// transaction locks that table whole instead.
 func (ix *Index) lockStream(ws *writeset.WriteSet) {
 	id := ws.Stream.ID
 	st := ix.streams[id]
 	if st == nil {
-		st = &stream{node: ws.Stream.Node, tables: map[uint64]bool{}}
+		st = &stream{node: ws.Stream.Node, tables: map[uint64]bool{}, perTable: map[uint64]int{}, bulk: map[uint64]bool{}}
 		ix.streams[id] = st
-	}
-	for _, k := range ws.Keys {
-		if _, held := ix.locks[string(k.Key)]; !held {
-			ix.locks[string(k.Key)] = id
-			st.keys = append(st.keys, writeset.Key{Kind: k.Kind, Key: k.Key})
-		}
 	}
 	for _, t := range ws.Tables {
 		st.tables[t.ID] = true
 	}
-}
-
-// commitKeys are the keys the last fragment of a transaction records: the
-// ones its earlier fragments locked, then its own.
-func (ix *Index) commitKeys(ws *writeset.WriteSet) []writeset.Key {
-	st := ix.streams[ws.Stream.ID]
-	if st == nil {
-		return ws.Keys
-	}
-	keys := make([]writeset.Key, 0, len(st.keys)+len(ws.Keys))
-	keys = append(keys, st.keys...)
+	grew := false
 	for _, k := range ws.Keys {
+		t, _ := tableOf(k.Key)
+		if st.bulk[t] {
+			continue
+		}
 		if _, held := ix.locks[string(k.Key)]; !held {
-			keys = append(keys, k)
+			s := string(k.Key)
+			ix.locks[s] = id
+			st.keys = append(st.keys, writeset.Key{Kind: k.Kind, Key: []byte(s)})
+			st.perTable[t]++
+			grew = grew || st.perTable[t] > ix.cfg.BulkKeys
 		}
 	}
-	return keys
+	if !grew {
+		return
+	}
+	kept := st.keys[:0]
+	for _, k := range st.keys {
+		t, _ := tableOf(k.Key)
+		if st.perTable[t] > ix.cfg.BulkKeys {
+			delete(ix.locks, string(k.Key))
+			continue
+		}
+		kept = append(kept, k)
+	}
+	st.keys = kept
+	for t, n := range st.perTable {
+		if n > ix.cfg.BulkKeys {
+			st.bulk[t] = true
+			ix.tableLocks[t] = id
+			delete(st.perTable, t)
+		}
+	}
+}
+
+// commitRecord is what the last fragment of a transaction records: the
+// keys its earlier fragments locked one by one, then its own, and a
+// whole-table write (writeset.TableBulk) for each table it locked whole.
+func (ix *Index) commitRecord(ws *writeset.WriteSet) *writeset.WriteSet {
+	st := ix.streams[ws.Stream.ID]
+	if st == nil {
+		return ws
+	}
+	rec := &writeset.WriteSet{ID: ws.ID, LastSeen: ws.LastSeen}
+	rec.Keys = make([]writeset.Key, 0, len(st.keys)+len(ws.Keys))
+	rec.Keys = append(rec.Keys, st.keys...)
+	for _, k := range ws.Keys {
+		t, _ := tableOf(k.Key)
+		if _, held := ix.locks[string(k.Key)]; !held && !st.bulk[t] {
+			rec.Keys = append(rec.Keys, k)
+		}
+	}
+	seen := map[uint64]bool{}
+	for _, t := range ws.Tables {
+		if st.bulk[t.ID] {
+			t.Flags |= writeset.TableBulk
+		}
+		rec.Tables = append(rec.Tables, t)
+		seen[t.ID] = true
+	}
+	for _, t := range slices.Sorted(maps.Keys(st.tables)) {
+		if !seen[t] {
+			tb := writeset.Table{ID: t, SchemaPos: ws.LastSeen}
+			if st.bulk[t] {
+				tb.Flags = writeset.TableBulk
+			}
+			rec.Tables = append(rec.Tables, tb)
+		}
+	}
+	return rec
 }
 
 // endStream releases a streaming transaction's locks; it reports whether
@@ -317,6 +373,11 @@ func (ix *Index) endStream(id writeset.ID) bool {
 	}
 	for _, k := range st.keys {
 		delete(ix.locks, string(k.Key))
+	}
+	for t := range st.bulk {
+		if ix.tableLocks[t] == id {
+			delete(ix.tableLocks, t)
+		}
 	}
 	delete(ix.streams, id)
 	return true
@@ -406,10 +467,15 @@ func (ix *Index) check(ws *writeset.WriteSet) Verdict {
 			return Verdict{Reason: ReasonStreamEnded}
 		}
 	}
-	if len(ix.locks) > 0 {
+	if len(ix.locks) > 0 || len(ix.tableLocks) > 0 {
 		for _, k := range ws.Keys {
 			if holder, held := ix.locks[string(k.Key)]; held && holder != own {
 				return Verdict{Reason: ReasonLocked}
+			}
+			if t, ok := tableOf(k.Key); ok && len(ix.tableLocks) > 0 {
+				if holder, held := ix.tableLocks[t]; held && holder != own {
+					return Verdict{Reason: ReasonLocked}
+				}
 			}
 		}
 	}
@@ -510,6 +576,14 @@ func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, keys []writeset.Key
 			keys = nil // a replay below its horizon: keys are moot
 		}
 		bulk := ix.bulkOf(keys)
+		for _, t := range ws.Tables {
+			if t.Flags&writeset.TableBulk != 0 && seqno > ix.horizon {
+				if bulk == nil {
+					bulk = map[uint64]bool{}
+				}
+				bulk[t.ID] = true
+			}
+		}
 		for id := range bulk {
 			ts := ix.tables[id]
 			if ts == nil {

@@ -143,6 +143,15 @@ func TestBulkWriteConflictsOnTheWholeTable(t *testing.T) {
 	}
 }
 
+// span is n consecutive key numbers from first.
+func span(first, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = first + i
+	}
+	return out
+}
+
 // TestStreams follows streaming transactions through their fragments: the
 // locks they take, what ends them, and the keys their commit records.
 func TestStreams(t *testing.T) {
@@ -178,13 +187,19 @@ func TestStreams(t *testing.T) {
 		{name: "k8 is free", origin: 2, keys: []int{8}, pos: 14},
 		{name: "s5 locks k9", flags: writeset.FlagFragment, stream: 5, origin: 9, keys: []int{9}, pos: 15},
 		{name: "a DDL on its table ends s5", origin: 2, ddl: true, pos: 16, aborted: []uint64{5}},
+		{name: "s6 locks 60 keys", flags: writeset.FlagFragment, stream: 6, origin: 9, keys: span(1000, 60), pos: 18},
+		{name: "s6 passes 100 keys in the table: it locks the table", flags: writeset.FlagFragment, stream: 6, frag: 1, origin: 9, keys: span(1060, 60), pos: 18},
+		{name: "a row s6 never wrote is locked", origin: 2, keys: []int{5000}, pos: 20, want: ReasonLocked},
+		{name: "s6 commits", flags: writeset.FlagStreamCommit, stream: 6, frag: 2, origin: 9, keys: []int{7000}, pos: 18},
+		{name: "any row of the table read before the commit conflicts", origin: 2, keys: []int{5000}, pos: 21, want: ReasonKey},
+		{name: "and read at the commit passes", origin: 2, keys: []int{5000}, pos: 22},
 	}
 	ix := New(Config{Window: 1000, MaxKeys: 1000, BulkKeys: 100})
 	replayed := New(Config{Window: 1000, MaxKeys: 1000, BulkKeys: 100})
 	for i, st := range steps {
 		seq := uint64(i + 2)
 		ws := &writeset.WriteSet{ID: writeset.ID{Origin: st.origin, Seq: seq}, LastSeen: 1, Flags: st.flags,
-			Tables: []writeset.Table{{ID: 1, SchemaPos: 1}}}
+			Tables: []writeset.Table{{ID: 1, SchemaPos: max(st.pos, 1)}}}
 		if st.stream != 0 {
 			ws.Stream = writeset.Stream{ID: writeset.ID{Origin: 9, Seq: st.stream}, Node: 1, Frag: st.frag}
 		}
@@ -206,33 +221,39 @@ func TestStreams(t *testing.T) {
 		if fmt.Sprint(ended) != fmt.Sprint(st.aborted) {
 			t.Fatalf("step %d (%s): ended %v, want %v", i, st.name, ended, st.aborted)
 		}
-		if st.records > 0 && len(v.Recorded) != st.records {
-			t.Fatalf("step %d (%s): commit recorded %d keys, want %d", i, st.name, len(v.Recorded), st.records)
+		if st.records > 0 && len(v.Record.Keys) != st.records {
+			t.Fatalf("step %d (%s): commit recorded %d keys, want %d", i, st.name, len(v.Record.Keys), st.records)
 		}
 		// what a restart replays: stream flags stripped, a commit with
 		// the keys it recorded, a fragment with none
 		rec := *ws
-		rec.Flags &^= writeset.StreamFlags
 		switch {
-		case st.flags&writeset.FlagStreamCommit != 0:
-			rec.Keys = v.Recorded
+		case v.Record != nil:
+			rec = *v.Record
 		case st.flags != 0:
 			rec.Keys = nil
 		}
+		rec.Flags &^= writeset.StreamFlags
 		replayed.Replay(seq, &rec, v.OK)
 	}
 	if got := ix.Streams(); len(got) != 0 {
 		t.Fatalf("streams left open: %v", got)
 	}
 	replayed.FinishReplay(uint64(len(steps)+1), ix.Horizon())
-	probe := &writeset.WriteSet{ID: writeset.ID{Origin: 3, Seq: 1}, LastSeen: 1, Tables: []writeset.Table{{ID: 1, SchemaPos: 17}}}
-	for k := 1; k <= 9; k++ {
-		for _, pos := range []uint64{5, 10, 11, 17} {
+	probe := &writeset.WriteSet{ID: writeset.ID{Origin: 3, Seq: 1}, LastSeen: 1, Tables: []writeset.Table{{ID: 1, SchemaPos: 100}}}
+	verdicts := map[Reason]int{}
+	for _, k := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 1000, 1119, 5000, 7000} {
+		for _, pos := range []uint64{5, 10, 11, 17, 21, 22} {
 			probe.Keys = []writeset.Key{{Kind: writeset.KeyRow, Key: key(k), Pos: pos}}
-			if a, b := ix.check(probe), replayed.check(probe); a.Reason != b.Reason {
+			a, b := ix.check(probe), replayed.check(probe)
+			if a.Reason != b.Reason {
 				t.Errorf("key %d read at %d: live %v, replayed %v", k, pos, a.Reason, b.Reason)
 			}
+			verdicts[a.Reason]++
 		}
+	}
+	if verdicts[ReasonNone] == 0 || verdicts[ReasonKey] == 0 {
+		t.Fatalf("probes decided %v: want both passes and conflicts", verdicts)
 	}
 }
 

@@ -23,11 +23,11 @@ func (c *Core) applyStream(idx uint64, ws *writeset.WriteSet, data []byte) error
 	out := txn.Outcome{Seqno: idx}
 	ended := c.eng.EndStreams(v.Aborted)
 	rec := *ws
-	rec.Flags &^= writeset.StreamFlags
 	rec.Keys = nil
-	if ws.Flags&writeset.FlagStreamCommit != 0 {
-		rec.Keys = v.Recorded
+	if v.Record != nil {
+		rec = *v.Record
 	}
+	rec.Flags &^= writeset.StreamFlags
 	verdict := VerdictCommitted
 	if !v.OK {
 		verdict = VerdictFailed
@@ -58,7 +58,7 @@ func (c *Core) applyStream(idx uint64, ws *writeset.WriteSet, data []byte) error
 	}
 	if done := c.now(); done.Sub(start) > slowApply && c.cfg.Now != nil {
 		c.log.Info("slow apply: later commits waited for this fragment", "seqno", idx, "bytes", len(data), "ops", len(ws.Ops),
-			"commit", ws.Flags&writeset.FlagStreamCommit != 0, "keys_recorded", len(v.Recorded),
+			"commit", ws.Flags&writeset.FlagStreamCommit != 0, "keys_recorded", recordedKeys(v),
 			"certify", certified.Sub(start).Round(time.Millisecond), "apply", done.Sub(certified).Round(time.Millisecond))
 	}
 	if v.Reason != certify.ReasonDuplicate && c.cfg.OnApplied != nil {
@@ -113,4 +113,12 @@ func (n *Node) rollbackStaleStreams() {
 		cancel()
 		n.log.Info("rolled back a streaming transaction this node began before its restart", "transaction", id, "seqno", out.Seqno, "err", err)
 	}
+}
+
+// recordedKeys is the number of keys a stream commit recorded, for logs.
+func recordedKeys(v certify.Verdict) int {
+	if v.Record == nil {
+		return 0
+	}
+	return len(v.Record.Keys)
 }

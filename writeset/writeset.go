@@ -107,6 +107,10 @@ const (
 	// TableRewrite marks a DDL that rewrote the table's rows from its own
 	// view: it conflicts with any other write to the table after SchemaPos.
 	TableRewrite
+	// TableBulk marks, in the certification record of a streaming
+	// transaction's commit, a table it wrote too many rows of to list:
+	// it counts as a write to every row of the table.
+	TableBulk
 )
 
 // Table records a table the write-set touches and the position of the
