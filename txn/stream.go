@@ -106,6 +106,15 @@ func (t *Txn) fragmentDue() bool {
 	return t.since.bytes >= size
 }
 
+// fragmentIfDue replicates a fragment when the changes since the last one
+// fill it.
+func (t *Txn) fragmentIfDue(ctx context.Context) error {
+	if !t.fragmentDue() {
+		return nil
+	}
+	return t.replicateFragment(ctx)
+}
+
 // noteChange counts a buffered row change for the fragment size and
 // remembers it for the next fragment.
 func (t *Txn) noteChange(b *tableBuf, e *rowEntry) {

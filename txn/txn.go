@@ -473,10 +473,8 @@ func (t *Txn) writable() error {
 // putRow buffers a row change. A streaming transaction first replicates
 // the changes since its last fragment when they fill one.
 func (t *Txn) putRow(ctx context.Context, ti *storage.TableInfo, e *rowEntry) error {
-	if t.fragmentDue() {
-		if err := t.replicateFragment(ctx); err != nil {
-			return err
-		}
+	if err := t.fragmentIfDue(ctx); err != nil {
+		return err
 	}
 	t.freeze(ti.Def.ID)
 	b := t.buf(ti, true)
@@ -492,6 +490,10 @@ func (t *Txn) putRow(ctx context.Context, ti *storage.TableInfo, e *rowEntry) er
 
 // putKeyless changes the count of a keyless row by delta.
 func (t *Txn) putKeyless(ctx context.Context, ti *storage.TableInfo, pk []byte, row sql.Row, delta int64) error {
+	// a fragment due goes first: the entry below takes over what it shipped
+	if err := t.fragmentIfDue(ctx); err != nil {
+		return err
+	}
 	pos, err := t.lock(ctx, storage.CertKey(ti.Def.ID, pk), Exclusive)
 	if err != nil {
 		return err

@@ -12,11 +12,13 @@ import (
 )
 
 // localReplicator applies every write-set at once, as a cluster of one
-// without certification, and keeps the last one.
+// without certification (streaming transactions' fragments included), and
+// keeps the last one.
 type localReplicator struct {
-	eng   *storage.Engine
-	seqno uint64
-	last  *writeset.WriteSet
+	eng                  *storage.Engine
+	seqno                uint64
+	last                 *writeset.WriteSet
+	fragments, rollbacks int
 }
 
 func (r *localReplicator) Origin() uint64 { return 1 }
@@ -24,7 +26,23 @@ func (r *localReplicator) Origin() uint64 { return 1 }
 func (r *localReplicator) Replicate(_ context.Context, ws *writeset.WriteSet) (Outcome, error) {
 	r.seqno++
 	r.last = ws
-	res, err := r.eng.Apply(r.seqno, ws, nil, nil)
+	var res storage.ApplyResult
+	var err error
+	switch {
+	case ws.Flags&writeset.FlagFragment != 0:
+		if ws.Stream.Frag == 0 {
+			ws.Stream.ID = ws.ID
+		}
+		r.fragments++
+		err = r.eng.ApplyFragment(r.seqno, ws, ws.Encode(nil), nil)
+	case ws.Flags&writeset.FlagStreamCommit != 0:
+		res, err = r.eng.CommitStream(r.seqno, ws, nil, nil)
+	case ws.Flags&writeset.FlagStreamRollback != 0:
+		r.rollbacks++
+		err = r.eng.MarkApplied(r.seqno, r.eng.EndStreams([]writeset.ID{ws.Stream.ID}))
+	default:
+		res, err = r.eng.Apply(r.seqno, ws, nil, nil)
+	}
 	return Outcome{Seqno: r.seqno, Committed: res.Rejected == nil, Rejected: res.Rejected}, err
 }
 
