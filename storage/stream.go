@@ -60,6 +60,21 @@ func (st *stream) addFragment(cat *Catalog, ws *writeset.WriteSet) error {
 		return nil
 	}
 	st.a.cat = cat
+	if len(ws.Ops) >= seqReadMin {
+		// one iterator over the batch and the database reads the old rows
+		// (each row appears once in a fragment, so it need not see the
+		// fragment's own writes); a point lookup each costs several times
+		// more on a batch of a million rows
+		it, err := st.a.b.NewIter(nil)
+		if err != nil {
+			return err
+		}
+		st.a.seq = it
+		defer func() {
+			st.a.seq = nil
+			it.Close()
+		}()
+	}
 	err := st.a.apply(ws)
 	if errors.Is(err, ErrApplyRejected) {
 		st.rejected = err
