@@ -44,7 +44,7 @@ type FlowResult struct {
 func MeasureFlow(targets []Target, pid3 int, o FlowOpts, progress func(string)) FlowResult {
 	var res FlowResult
 	for _, t := range targets {
-		if err := execOn(t, "FLUSH STATUS"); err != nil {
+		if err := ExecOn(t, "FLUSH STATUS"); err != nil {
 			res.Failed = fmt.Sprintf("FLUSH STATUS on %s: %v", t.Name, err)
 			return res
 		}
@@ -52,23 +52,11 @@ func MeasureFlow(targets []Target, pid3 int, o FlowOpts, progress func(string)) 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	slowed := make(chan struct{})
-	go func() {
-		defer close(slowed)
-		select {
-		case <-time.After(o.From):
-		case <-ctx.Done():
-			return
-		}
-		progress(fmt.Sprintf("slowing node 3: stopped %v of every %v", o.Stop, o.Stop+o.Run))
-		end := time.Now().Add(o.To - o.From)
-		for time.Now().Before(end) && ctx.Err() == nil {
-			_ = syscall.Kill(pid3, syscall.SIGSTOP)
-			time.Sleep(o.Stop)
-			_ = syscall.Kill(pid3, syscall.SIGCONT)
-			time.Sleep(o.Run)
-		}
-		progress("node 3 runs freely again")
-	}()
+	if o.Stop <= 0 {
+		close(slowed) // nothing slows node 3
+	} else {
+		go slow(ctx, slowed, pid3, o, progress)
+	}
 	r := sysbenchUntil(ctx, targets[0], "oltp_write_only", o.Load, o.Length)
 	cancel()
 	<-slowed
@@ -82,6 +70,26 @@ func MeasureFlow(targets []Target, pid3 int, o FlowOpts, progress func(string)) 
 		res.Status = append(res.Status, st)
 	}
 	return res
+}
+
+// slow stops and continues node 3 (pid3) in cycles between o.From and
+// o.To, and closes done when it ends.
+func slow(ctx context.Context, done chan struct{}, pid3 int, o FlowOpts, progress func(string)) {
+	defer close(done)
+	select {
+	case <-time.After(o.From):
+	case <-ctx.Done():
+		return
+	}
+	progress(fmt.Sprintf("slowing node 3: stopped %v of every %v", o.Stop, o.Stop+o.Run))
+	end := time.Now().Add(o.To - o.From)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		_ = syscall.Kill(pid3, syscall.SIGSTOP)
+		time.Sleep(o.Stop)
+		_ = syscall.Kill(pid3, syscall.SIGCONT)
+		time.Sleep(o.Run)
+	}
+	progress("node 3 runs freely again")
 }
 
 // Summary is node 1's mean tps before the slowing (skipping two warmup
@@ -136,7 +144,8 @@ func GaleraPID(t Target) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
-func execOn(t Target, q string) error {
+// ExecOn runs one statement on t.
+func ExecOn(t Target, q string) error {
 	db, err := Open(t)
 	if err != nil {
 		return err

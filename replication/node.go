@@ -225,6 +225,14 @@ type Node struct {
 
 	removedc    chan struct{} // closed when this node's removal applies
 	removedOnce sync.Once
+
+	// orphaned streaming transactions (stream.go): when the raft loop last
+	// looked, since when each member is out of the leader's reach, whether
+	// rollbacks are being proposed, and the ids of those rollbacks
+	orphanChecked time.Time
+	inactiveSince map[uint64]time.Time
+	rollingBack   atomic.Bool
+	rollbackSeq   atomic.Uint64
 }
 
 type waiter struct {
@@ -287,6 +295,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.rotateOrigin()
+	n.rollbackSeq.Store(1 << 63) // ids no transaction of an incarnation uses
 	var bootstrap []Member
 	if cfg.Bootstrap {
 		bootstrap = []Member{cfg.Self}

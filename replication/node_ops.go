@@ -28,7 +28,9 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 	}
 	ws.ID.Origin = n.origin.Load()
 	if ws.Flags&writeset.StreamFlags != 0 {
-		ws.Stream.Node = n.cfg.Self.ID
+		if ws.Stream.Node == 0 {
+			ws.Stream.Node = n.cfg.Self.ID
+		}
 		if ws.Stream.Frag == 0 {
 			ws.Stream.ID = ws.ID // the first fragment names its transaction
 		}
@@ -142,6 +144,7 @@ func (n *Node) tickChecks() {
 		n.propose(d)
 	}
 	n.checkReadTimeout()
+	n.checkOrphanStreams()
 }
 
 func (n *Node) failAll(err error) {

@@ -3,7 +3,10 @@ package replication
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
+
+	"go.etcd.io/raft/v3"
 
 	"github.com/certusdb/certus/certify"
 	"github.com/certusdb/certus/storage"
@@ -95,24 +98,7 @@ func (n *Node) rollbackStaleStreams() {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	stored, err := n.eng.StoredStreams()
-	if err != nil {
-		n.log.Error("reading streaming transactions", "err", err)
-		return
-	}
-	var seq uint64 = 1 << 63 // ids of no transaction of this incarnation
-	for id, frags := range stored {
-		if frags[0].Stream.Node != n.cfg.Self.ID {
-			continue
-		}
-		seq++
-		ws := &writeset.WriteSet{ID: writeset.ID{Seq: seq}, LastSeen: n.core.Applied(), Flags: writeset.FlagStreamRollback,
-			Stream: writeset.Stream{ID: id, Frag: uint64(len(frags))}}
-		ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
-		out, err := n.Replicate(ctx, ws)
-		cancel()
-		n.log.Info("rolled back a streaming transaction this node began before its restart", "transaction", id, "seqno", out.Seqno, "err", err)
-	}
+	n.rollbackStreamsOf([]uint64{n.cfg.Self.ID}, "rolled back a streaming transaction this node began before its restart")
 }
 
 // recordedKeys is the number of keys a stream commit recorded, for logs.
@@ -121,4 +107,84 @@ func recordedKeys(v certify.Verdict) int {
 		return 0
 	}
 	return len(v.Record.Keys)
+}
+
+// orphanTimeout is how long a node may be out of the leader's reach before
+// the leader rolls back its streaming transactions, as Galera does when a
+// node leaves the primary view (its evs.inactive_timeout is 15 s). Should
+// the node come back, their next fragment or commit fails (1213).
+const orphanTimeout = 15 * time.Second
+
+// InactiveMembers returns, on the leader, the members that have not
+// answered it within the last election timeout; nil elsewhere. It runs on
+// the goroutine driving the core.
+func (c *Core) InactiveMembers() []uint64 {
+	if c.raftState != raft.StateLeader {
+		return nil
+	}
+	var out []uint64
+	for id, pr := range c.raw.Status().Progress {
+		if id != c.cfg.Self.ID && !pr.RecentActive {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// checkOrphanStreams runs on the raft loop about once a second: on the
+// leader, the streaming transactions of a member out of reach for
+// orphanTimeout are rolled back.
+func (n *Node) checkOrphanStreams() {
+	if time.Since(n.orphanChecked) < time.Second {
+		return
+	}
+	n.orphanChecked = time.Now()
+	if n.eng.OpenStreams() == 0 {
+		n.inactiveSince = nil
+		return
+	}
+	inactive := n.core.InactiveMembers()
+	since := map[uint64]time.Time{}
+	var orphans []uint64
+	for _, id := range inactive {
+		t, ok := n.inactiveSince[id]
+		if !ok {
+			t = time.Now()
+		}
+		since[id] = t
+		if time.Since(t) > orphanTimeout {
+			orphans = append(orphans, id)
+		}
+	}
+	n.inactiveSince = since
+	if len(orphans) == 0 || n.rollingBack.Load() {
+		return
+	}
+	n.rollingBack.Store(true)
+	go func() {
+		defer n.rollingBack.Store(false)
+		n.rollbackStreamsOf(orphans, "rolled back a streaming transaction of a member out of reach")
+	}()
+}
+
+// rollbackStreamsOf proposes the rollback of every open streaming
+// transaction begun on one of nodes and waits for each.
+func (n *Node) rollbackStreamsOf(nodes []uint64, msg string) {
+	stored, err := n.eng.StoredStreams()
+	if err != nil {
+		n.log.Error("reading streaming transactions", "err", err)
+		return
+	}
+	for id, frags := range stored {
+		if !slices.Contains(nodes, frags[0].Stream.Node) {
+			continue
+		}
+		seq := n.rollbackSeq.Add(1)
+		ws := &writeset.WriteSet{ID: writeset.ID{Seq: seq}, LastSeen: n.core.Applied(), Flags: writeset.FlagStreamRollback,
+			Stream: writeset.Stream{ID: id, Node: frags[0].Stream.Node, Frag: uint64(len(frags))}}
+		ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
+		out, err := n.Replicate(ctx, ws)
+		cancel()
+		n.log.Info(msg, "transaction", id, "node", frags[0].Stream.Node, "seqno", out.Seqno, "err", err)
+	}
 }

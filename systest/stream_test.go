@@ -194,6 +194,29 @@ func TestStreamingReplication(t *testing.T) {
 		requireIdentical(t, c)
 	})
 
+	t.Run("origin gone", func(t *testing.T) {
+		conn, err := begin(t, n2, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitStreams(t, 1, n1, n3)
+		n2.Kill()
+		conn.Close()
+		start := time.Now()
+		// the leader rolls it back once n2 is out of reach for 15 s
+		awaitStreams(t, 0, n1, n3)
+		t.Logf("rolled back %v after the origin was killed", time.Since(start).Round(time.Second))
+		mustExec(t, n1.DB(""), "UPDATE sr.t SET pad = 'origin gone' WHERE id = 7")
+		n2.Start()
+		awaitApplied(t, c)
+		for _, n := range c.Nodes {
+			if got := state(t, n); got != base {
+				t.Fatalf("%s: %s after the origin's loss, want %s", n.Name, got, base)
+			}
+		}
+		requireIdentical(t, c)
+	})
+
 	t.Run("automatic", func(t *testing.T) {
 		before := qStatus(t, n3, "certus_streamed_transactions")
 		mustExec(t, n3.DB(""), "UPDATE sr.t SET c = c + 1, pad = REPEAT('p', 40)") // ~100 KB of changes

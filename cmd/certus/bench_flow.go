@@ -13,6 +13,9 @@ func benchFlowCmd() *cobra.Command {
 	var anchors string
 	var o bench.FlowOpts
 	var noGalera bool
+	var appliers []int
+	// the variable each system sets the applier threads with
+	appliersVar := map[string]string{"Certus": "wsrep_applier_threads", "Galera": "wsrep_slave_threads"}
 	cmd := &cobra.Command{
 		Use:   "flow",
 		Short: "A slowed node 3 (SIGSTOP bursts) during writes on node 1: flow control of Certus and Galera side by side",
@@ -24,7 +27,10 @@ out of every --stop + --run between --from and --to. Prints node 1's
 per-second throughput side by side and a summary: tps before, mean and
 worst second while node 3 was slowed, longest run at 0 tps, node 1's
 wsrep_flow_control_paused, node 3's wsrep_flow_control_sent and largest
-receive queue. Holds /tmp/bench.lock while running.`,
+receive queue. With --appliers 1,4 each system runs once per applier
+thread count on nodes 2 and 3 (wsrep_applier_threads / wsrep_slave_threads;
+--stop 0 for applier scaling without a slowed node). Holds /tmp/bench.lock
+while running.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			self, unlock, err := benchStart()
 			if err != nil {
@@ -41,12 +47,23 @@ receive queue. Holds /tmp/bench.lock while running.`,
 				if r := bench.Sysbench(targets[0], "oltp_write_only", "prepare", prep); r.Failed {
 					return fmt.Errorf("prepare on %s: %s", name, r.FailureReason)
 				}
-				progress("%s: running for %v", name, o.Length)
-				r := bench.MeasureFlow(targets, pid3, o, func(s string) { progress("%s: %s", name, s) })
-				if r.Failed != "" {
-					progress("%s: %s", name, r.Failed)
+				for _, k := range appliers {
+					label := name
+					if len(appliers) > 1 {
+						label = fmt.Sprintf("%s appliers=%d", name, k)
+					}
+					for _, t := range targets[1:] {
+						if err := bench.ExecOn(t, fmt.Sprintf("SET GLOBAL %s = %d", appliersVar[name], k)); err != nil {
+							return fmt.Errorf("%s: %w", label, err)
+						}
+					}
+					progress("%s: running for %v", label, o.Length)
+					r := bench.MeasureFlow(targets, pid3, o, func(s string) { progress("%s: %s", label, s) })
+					if r.Failed != "" {
+						progress("%s: %s", label, r.Failed)
+					}
+					names, runs = append(names, label), append(runs, r)
 				}
-				names, runs = append(names, name), append(runs, r)
 				return nil
 			}
 			progress("starting a 3-node certus cluster...")
@@ -81,14 +98,19 @@ receive queue. Holds /tmp/bench.lock while running.`,
 				series[i] = r.PerSecond
 			}
 			from, to := int(o.From/time.Second), int(o.To/time.Second)
+			slowed := o.Stop > 0
 			fmt.Print(bench.FormatSeries(names, series, func(_, s int) string {
-				if s >= from && s < to {
+				if slowed && s >= from && s < to {
 					return " *"
 				}
 				return ""
 			}))
-			fmt.Println("(* node 3 slowed)")
-			header := []string{"system", "tps before", "tps while slowed", "worst second", "longest 0-tps run", "n1 flow_control_paused", "n3 flow_control_sent", "n3 recv_queue_max"}
+			while := fmt.Sprintf("tps %d-%d s", from, to)
+			if slowed {
+				fmt.Println("(* node 3 slowed)")
+				while = "tps while slowed"
+			}
+			header := []string{"system", "tps before", while, "worst second then", "longest 0-tps run", "n1 flow_control_paused", "n3 flow_control_sent", "n3 recv_queue_max"}
 			var table [][]string
 			for i, r := range runs {
 				base, during, worst, zero := r.Summary(o)
@@ -118,5 +140,6 @@ receive queue. Holds /tmp/bench.lock while running.`,
 	f.DurationVar(&o.Run, "run", 50*time.Millisecond, "node 3 running this long per cycle")
 	f.StringVar(&anchors, "anchors", defaultAnchors, "directory of the Galera/MariaDB anchor scripts")
 	f.BoolVar(&noGalera, "no-galera", false, "run Certus only")
+	f.IntSliceVar(&appliers, "appliers", []int{1}, "applier threads on nodes 2 and 3, one run per value (e.g. 1,4)")
 	return cmd
 }
