@@ -114,11 +114,7 @@ func (c *client) step() {
 	switch x := w.r.Intn(10); {
 	case x < 3:
 	case x < 6:
-		if w.cfg.Streams && w.r.Intn(2) == 0 {
-			c.streamTransfer()
-			return
-		}
-		c.transfer()
+		c.transfer(w.cfg.Streams && w.r.Intn(2) == 0)
 	case x < 8:
 		c.write()
 	default:
@@ -194,35 +190,6 @@ func (c *client) proposeAt(kind opKind, keys []string, def *storage.TableDef, ro
 	return o
 }
 
-// streamTransfer is a transfer as a streaming transaction: a fragment
-// debits a, then the commit credits b. Until the commit, a's new balance
-// is invisible and its row locked on every node.
-func (c *client) streamTransfer() {
-	n, w := c.n, c.n.w
-	a, b := int64(w.r.Intn(w.cfg.Accounts)), int64(w.r.Intn(w.cfg.Accounts))
-	if a == b {
-		return
-	}
-	keys := []string{lockKey(accountsTable, a), lockKey(accountsTable, b)}
-	if !c.tryLock(keys) {
-		return
-	}
-	pos := n.eng.Applied()
-	fa, ok1 := n.readRow(w.accounts, a)
-	fb, ok2 := n.readRow(w.accounts, b)
-	amount := int64(1 + w.r.Intn(30))
-	if !ok1 || !ok2 || fa < amount {
-		c.unlock(keys)
-		return
-	}
-	first := c.proposeAt(opTransfer, keys, w.accounts, [][2]int64{{a, fa - amount}}, pos, writeset.FlagFragment, writeset.Stream{})
-	w.event("n%d c%d streams %v: a%d -= %d", n.id, c.id, first.ws.ID, a, amount)
-	first.then = func() {
-		c.proposeAt(opTransfer, keys, w.accounts, [][2]int64{{b, fb + amount}}, pos, writeset.FlagStreamCommit,
-			writeset.Stream{ID: first.ws.Stream.ID, Frag: 1})
-	}
-}
-
 // rollbackStream proposes the rollback of a streaming transaction, once:
 // if it is lost, the node's next restart rolls the transaction back.
 func (n *node) rollbackStream(id writeset.ID, frags uint64) {
@@ -253,7 +220,10 @@ func (n *node) rollbackStaleStreams() {
 	}
 }
 
-func (c *client) transfer() {
+// transfer moves money between two accounts. Streamed, it is a streaming
+// transaction: a fragment debits a, then the commit credits b; until the
+// commit, a's new balance is invisible and its row locked on every node.
+func (c *client) transfer(streamed bool) {
 	n, w := c.n, c.n.w
 	a, b := int64(w.r.Intn(w.cfg.Accounts)), int64(w.r.Intn(w.cfg.Accounts))
 	if a == b {
@@ -264,6 +234,7 @@ func (c *client) transfer() {
 		return
 	}
 	// current reads under the locks
+	pos := n.eng.Applied()
 	fa, ok1 := n.readRow(w.accounts, a)
 	fb, ok2 := n.readRow(w.accounts, b)
 	amount := int64(1 + w.r.Intn(30))
@@ -271,7 +242,16 @@ func (c *client) transfer() {
 		c.unlock(keys)
 		return
 	}
-	c.propose(opTransfer, keys, w.accounts, [][2]int64{{a, fa - amount}, {b, fb + amount}})
+	if !streamed {
+		c.propose(opTransfer, keys, w.accounts, [][2]int64{{a, fa - amount}, {b, fb + amount}})
+		return
+	}
+	first := c.proposeAt(opTransfer, keys, w.accounts, [][2]int64{{a, fa - amount}}, pos, writeset.FlagFragment, writeset.Stream{})
+	w.event("n%d c%d streams %v: a%d -= %d", n.id, c.id, first.ws.ID, a, amount)
+	first.then = func() {
+		c.proposeAt(opTransfer, keys, w.accounts, [][2]int64{{b, fb + amount}}, pos, writeset.FlagStreamCommit,
+			writeset.Stream{ID: first.ws.Stream.ID, Frag: 1})
+	}
 }
 
 func (c *client) write() {

@@ -66,6 +66,37 @@ func (h *applyHarness) checkDigest() {
 
 func schemaOp(op *SchemaOp) writeset.Op { return op.WriteSetOp() }
 
+// pairWithTable opens two engines, on fsA and fsB, that both hold testTable.
+func pairWithTable(t *testing.T, fsA, fsB vfs.FS) (a, b *applyHarness, ti *TableInfo) {
+	t.Helper()
+	a, b = &applyHarness{t: t, e: openMem(t, fsA)}, &applyHarness{t: t, e: openMem(t, fsB)}
+	for _, op := range []writeset.Op{
+		schemaOp(&SchemaOp{Kind: OpPutDatabase, Database: &DatabaseDef{Name: "d"}}),
+		schemaOp(&SchemaOp{Kind: OpPutTable, Table: testTable(), TableID: 7}),
+	} {
+		a.apply(op)
+		b.apply(op)
+	}
+	def, _ := a.e.Catalog().TableByName("d", "t")
+	ti, err := def.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b, ti
+}
+
+// randomRow returns a random change of row id of testTable: a delete one
+// time in five, else a put whose unique value only that row can take.
+func randomRow(t *testing.T, r *rand.Rand, ti *TableInfo) func(id int64) writeset.Op {
+	return func(id int64) writeset.Op {
+		if r.Intn(5) == 0 {
+			pk, _ := ti.EncodePK(context.Background(), sql.Row{id, nil, nil})
+			return writeset.Op{Kind: writeset.OpDelete, TableID: 7, Key: pk}
+		}
+		return rowPut(t, ti, sql.Row{id, fmt.Sprintf("u%d-%d", id, r.Intn(3)), int32(r.Intn(100))})
+	}
+}
+
 func rowPut(t *testing.T, ti *TableInfo, row sql.Row) writeset.Op {
 	pk, err := ti.EncodePK(context.Background(), row)
 	if err != nil {
@@ -205,29 +236,10 @@ func TestRestartKeepsStateAndDigest(t *testing.T) {
 // same digest, which must match their data.
 func TestPreparedAheadEqualsApplied(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
-		serial, ahead := openMem(t, vfs.NewMem()), openMem(t, vfs.NewMem())
-		hs, ha := &applyHarness{t: t, e: serial}, &applyHarness{t: t, e: ahead}
-		setup := []writeset.Op{
-			schemaOp(&SchemaOp{Kind: OpPutDatabase, Database: &DatabaseDef{Name: "d"}}),
-			schemaOp(&SchemaOp{Kind: OpPutTable, Table: testTable(), TableID: 7}),
-		}
-		for _, op := range setup {
-			hs.apply(op)
-			ha.apply(op)
-		}
-		def, _ := serial.Catalog().TableByName("d", "t")
-		ti, err := def.Info()
-		if err != nil {
-			t.Fatal(err)
-		}
+		hs, ha, ti := pairWithTable(t, vfs.NewMem(), vfs.NewMem())
+		serial, ahead := hs.e, ha.e
 		r := rand.New(rand.NewSource(seed))
-		row := func(id int64) writeset.Op {
-			if r.Intn(5) == 0 {
-				pk, _ := ti.EncodePK(context.Background(), sql.Row{id, nil, nil})
-				return writeset.Op{Kind: writeset.OpDelete, TableID: 7, Key: pk}
-			}
-			return rowPut(t, ti, sql.Row{id, fmt.Sprintf("u%d-%d", id, r.Intn(3)), int32(r.Intn(100))})
-		}
+		row := randomRow(t, r, ti)
 		for round := 0; round < 10; round++ {
 			// a big write-set over ids [0, 200) and a few small ones over
 			// ids [200, 300) ordered before it is applied

@@ -1,13 +1,10 @@
 package storage
 
 import (
-	"context"
-	"fmt"
 	"math/rand"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/certusdb/certus/writeset"
 )
@@ -23,30 +20,10 @@ import (
 func TestStreamEqualsSerialApply(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		sfs := vfs.NewMem()
-		serial, streamed := openMem(t, vfs.NewMem()), openMem(t, sfs)
-		hs, hx := &applyHarness{t: t, e: serial}, &applyHarness{t: t, e: streamed}
-		for _, op := range []writeset.Op{
-			schemaOp(&SchemaOp{Kind: OpPutDatabase, Database: &DatabaseDef{Name: "d"}}),
-			schemaOp(&SchemaOp{Kind: OpPutTable, Table: testTable(), TableID: 7}),
-		} {
-			hs.apply(op)
-			hx.apply(op)
-		}
-		def, _ := serial.Catalog().TableByName("d", "t")
-		ti, err := def.Info()
-		if err != nil {
-			t.Fatal(err)
-		}
+		hs, hx, ti := pairWithTable(t, vfs.NewMem(), sfs)
+		serial, streamed := hs.e, hx.e
 		r := rand.New(rand.NewSource(seed))
-		row := func(id int64) writeset.Op {
-			if r.Intn(5) == 0 {
-				pk, _ := ti.EncodePK(context.Background(), sql.Row{id, nil, nil})
-				return writeset.Op{Kind: writeset.OpDelete, TableID: 7, Key: pk}
-			}
-			// u repeats across rows of one fragment only through the
-			// row itself, so the unique index stays satisfiable
-			return rowPut(t, ti, sql.Row{id, fmt.Sprintf("u%d-%d", id, r.Intn(3)), int32(r.Intn(100))})
-		}
+		row := randomRow(t, r, ti)
 		for round := 0; round < 8; round++ {
 			id := writeset.ID{Origin: 2, Seq: uint64(round + 1)}
 			var frags []*writeset.WriteSet

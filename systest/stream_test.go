@@ -75,7 +75,27 @@ func TestStreamingReplication(t *testing.T) {
 			}
 		}
 	}
+	// requireState checks every node holds want, and the same data, with
+	// no streaming transaction left open
+	requireState := func(t *testing.T, want, when string) {
+		t.Helper()
+		awaitStreams(t, 0, c.Nodes...)
+		awaitApplied(t, c)
+		for _, n := range c.Nodes {
+			if got := state(t, n); got != want {
+				t.Fatalf("%s: %s %s, want %s", n.Name, got, when, want)
+			}
+		}
+		requireIdentical(t, c)
+	}
+	// bumped is the state after k committed bumps of every row
+	bumped := func(k int) string {
+		return fmt.Sprintf("%d/%d/%d", rows, k*rows, rows*(rows-1)/2+k*rows*rows)
+	}
 	base := state(t, n1)
+	if base != bumped(0) {
+		t.Fatalf("loaded %s, want %s", base, bumped(0))
+	}
 
 	t.Run("commit", func(t *testing.T) {
 		conn, err := begin(t, n2, 1)
@@ -99,16 +119,8 @@ func TestStreamingReplication(t *testing.T) {
 		if err := exec(conn, "COMMIT"); err != nil {
 			t.Fatalf("COMMIT: %v", err)
 		}
-		awaitApplied(t, c)
-		awaitStreams(t, 0, n1, n2, n3)
-		want := fmt.Sprintf("%d/%d/%d", rows, rows, rows*(rows-1)/2+rows*rows)
-		for _, n := range c.Nodes {
-			if got := state(t, n); got != want {
-				t.Fatalf("%s: %s after the commit, want %s", n.Name, got, want)
-			}
-		}
-		requireIdentical(t, c)
-		base = want
+		base = bumped(1)
+		requireState(t, base, "after the commit")
 	})
 
 	t.Run("rollback", func(t *testing.T) {
@@ -123,13 +135,7 @@ func TestStreamingReplication(t *testing.T) {
 		}
 		awaitStreams(t, 0, n1, n2, n3)
 		mustExec(t, n1.DB(""), "UPDATE sr.t SET pad = 'after rollback' WHERE id = 7") // the row is free again
-		awaitApplied(t, c)
-		for _, n := range c.Nodes {
-			if got := state(t, n); got != base {
-				t.Fatalf("%s: %s after ROLLBACK, want %s", n.Name, got, base)
-			}
-		}
-		requireIdentical(t, c)
+		requireState(t, base, "after ROLLBACK")
 	})
 
 	t.Run("conflict", func(t *testing.T) {
@@ -160,19 +166,13 @@ func TestStreamingReplication(t *testing.T) {
 		if won != 1 {
 			t.Fatalf("%d of 2 streaming transactions over the same rows committed, want 1", won)
 		}
-		awaitApplied(t, c)
-		awaitStreams(t, 0, n1, n2, n3)
-		want := fmt.Sprintf("%d/%d/%d", rows, 2*rows, rows*(rows-1)/2+2*rows*rows)
-		for _, n := range c.Nodes {
-			if got := state(t, n); got != want {
-				t.Fatalf("%s: %s, want %s: exactly one transaction applied", n.Name, got, want)
-			}
-		}
-		requireIdentical(t, c)
-		base = want
+		base = bumped(2)
+		requireState(t, base, "(exactly one transaction applied)")
 	})
 
-	t.Run("origin crash", func(t *testing.T) {
+	// streamThenKill starts a streaming transaction on n2, then kills n2
+	streamThenKill := func(t *testing.T) {
+		t.Helper()
 		conn, err := begin(t, n2, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -180,41 +180,27 @@ func TestStreamingReplication(t *testing.T) {
 		awaitStreams(t, 1, n1, n3)
 		n2.Kill()
 		conn.Close()
-		_, err = n1.DB("").Exec("UPDATE sr.t SET pad = 'origin down' WHERE id = 7")
+	}
+
+	t.Run("origin crash", func(t *testing.T) {
+		streamThenKill(t)
+		_, err := n1.DB("").Exec("UPDATE sr.t SET pad = 'origin down' WHERE id = 7")
 		wantErr(t, err, 1213, "40001") // locked while its origin may come back
 		n2.Start()
 		awaitStreams(t, 0, n1, n2, n3)
 		mustExec(t, n1.DB(""), "UPDATE sr.t SET pad = 'origin back' WHERE id = 7")
-		awaitApplied(t, c)
-		for _, n := range c.Nodes {
-			if got := state(t, n); got != base {
-				t.Fatalf("%s: %s after the origin's crash, want %s", n.Name, got, base)
-			}
-		}
-		requireIdentical(t, c)
+		requireState(t, base, "after the origin's crash")
 	})
 
 	t.Run("origin gone", func(t *testing.T) {
-		conn, err := begin(t, n2, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		awaitStreams(t, 1, n1, n3)
-		n2.Kill()
-		conn.Close()
+		streamThenKill(t)
 		start := time.Now()
 		// the leader rolls it back once n2 is out of reach for 15 s
 		awaitStreams(t, 0, n1, n3)
 		t.Logf("rolled back %v after the origin was killed", time.Since(start).Round(time.Second))
 		mustExec(t, n1.DB(""), "UPDATE sr.t SET pad = 'origin gone' WHERE id = 7")
 		n2.Start()
-		awaitApplied(t, c)
-		for _, n := range c.Nodes {
-			if got := state(t, n); got != base {
-				t.Fatalf("%s: %s after the origin's loss, want %s", n.Name, got, base)
-			}
-		}
-		requireIdentical(t, c)
+		requireState(t, base, "after the origin's loss")
 	})
 
 	t.Run("automatic", func(t *testing.T) {
