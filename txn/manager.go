@@ -103,7 +103,7 @@ type Manager struct {
 	// Counters for status variables.
 	Commits, Rollbacks, CertFailures, LockTimeouts, Deadlocks atomic.Uint64
 	// Streams counts transactions that streamed, Fragments the fragments
-	// they replicated before their commit.
+	// they sent before their commit.
 	Streams, Fragments atomic.Uint64
 }
 

@@ -184,49 +184,102 @@ func (t *Txn) rowCount(b *tableBuf) int {
 	return len(t.stream.dirty[b])
 }
 
-// replicateFragment replicates the changes since the last fragment as a
-// fragment. When it fails, the transaction is rolled back.
+// inflight is a fragment being replicated while its transaction goes on.
+type inflight struct {
+	ws   *writeset.WriteSet
+	done chan struct{} // closed when out and err are set
+	out  Outcome
+	err  error
+}
+
+// replicateFragment sends the changes since the last fragment as a
+// fragment and returns without waiting for it: the transaction goes on
+// while the fragment is ordered and certified. One fragment is in flight
+// at a time; the next fragment, the commit and a rollback first take its
+// outcome (awaitFragment), and a fragment that failed fails that step and
+// rolls the transaction back.
 func (t *Txn) replicateFragment(ctx context.Context) error {
+	if err := t.awaitFragment(); err != nil {
+		return err
+	}
 	ws, err := t.writeSet(ctx)
 	if err != nil {
 		return err
 	}
 	ws.ID.Seq = t.m.nextID.Add(1)
 	ws.Flags |= writeset.FlagFragment
-	if t.stream != nil {
-		ws.Stream = writeset.Stream{ID: t.stream.id, Frag: t.stream.frag}
-	}
-	t.m.noteReported(ws.ID.Origin, ws.LastSeen)
-	out, err := t.m.cfg.Replicator.Replicate(ctx, ws)
-	switch {
-	case err != nil:
-		t.abort()
-		return err
-	case out.Rejected != nil:
-		t.abort()
-		return out.Rejected
-	case !out.Committed:
-		// certification ended the transaction on every node already
-		t.stream = nil
-		t.m.CertFailures.Add(1)
-		t.abort()
-		return certError(out)
-	}
 	if t.stream == nil {
-		t.stream = &streamState{id: ws.Stream.ID}
+		t.stream = &streamState{} // its id is the first fragment's, once sent
 		t.m.Streams.Add(1)
+	} else {
+		ws.Stream = writeset.Stream{ID: t.stream.id, Frag: t.stream.frag}
 	}
 	t.stream.frag++
 	t.stream.shipped = len(t.undo)
 	t.stream.dirty = map[*tableBuf]map[string]struct{}{}
 	t.since = since{}
 	t.m.Fragments.Add(1)
+	t.m.noteReported(ws.ID.Origin, ws.LastSeen)
+	f := &inflight{ws: ws, done: make(chan struct{})}
+	t.inflight = f
+	rctx := context.WithoutCancel(ctx) // the fragment outlives its statement
+	go func() {
+		defer close(f.done)
+		f.out, f.err = t.m.cfg.Replicator.Replicate(rctx, ws)
+	}()
 	return nil
+}
+
+// collect waits for the fragment in flight, if any, and settles what its
+// outcome says about the transaction: the id a first fragment got, or the
+// end of the transaction when certification failed it (on every node) or
+// it was never proposed.
+func (t *Txn) collect() *inflight {
+	f := t.inflight
+	if f == nil {
+		return nil
+	}
+	<-f.done
+	t.inflight = nil
+	if t.stream == nil {
+		return f
+	}
+	if f.ws.Stream.Frag == 0 {
+		t.stream.id = f.ws.Stream.ID // named as it was proposed
+	}
+	if (f.err == nil && f.out.Rejected == nil && !f.out.Committed) || t.stream.id == (writeset.ID{}) {
+		t.stream = nil
+	}
+	return f
+}
+
+// awaitFragment takes the outcome of the fragment in flight; a failure
+// rolls the transaction back and is returned.
+func (t *Txn) awaitFragment() error {
+	f := t.collect()
+	if f == nil {
+		return nil
+	}
+	var err error
+	switch {
+	case f.err != nil:
+		err = f.err
+	case f.out.Rejected != nil:
+		err = f.out.Rejected
+	case !f.out.Committed:
+		t.m.CertFailures.Add(1)
+		err = certError(f.out)
+	default:
+		return nil
+	}
+	t.abort()
+	return err
 }
 
 // rollbackStream ends a streaming transaction on every node: its
 // fragments are discarded and its locks released.
 func (t *Txn) rollbackStream() {
+	t.collect()
 	if t.stream == nil {
 		return
 	}

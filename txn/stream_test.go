@@ -60,8 +60,8 @@ func TestStreamingEqualsOneWriteSet(t *testing.T) {
 			tx.StatementComplete()
 		}
 		commit(t, tx)
-		if opts.FragmentSize > 0 && r.fragments < 4 {
-			t.Fatalf("%d fragments replicated, want one per two rows", r.fragments)
+		if frags, _ := r.counts(); opts.FragmentSize > 0 && frags < 4 {
+			t.Fatalf("%d fragments replicated, want one per two rows", frags)
 		}
 		if n := m.Engine().OpenStreams(); n != 0 {
 			t.Fatalf("%d streams open after the commit", n)
@@ -88,8 +88,11 @@ func TestStreamRollsBackWhole(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if r.fragments == 0 || m.Engine().OpenStreams() != 1 {
-			t.Fatalf("no fragment replicated (%d) or no stream open (%d)", r.fragments, m.Engine().OpenStreams())
+		if err := tx.awaitFragment(); err != nil {
+			t.Fatal(err)
+		}
+		if frags, _ := r.counts(); frags == 0 || m.Engine().OpenStreams() != 1 {
+			t.Fatalf("no fragment replicated (%d) or no stream open (%d)", frags, m.Engine().OpenStreams())
 		}
 		if viaSavepoint {
 			tx.StatementComplete()
@@ -99,16 +102,16 @@ func TestStreamRollsBackWhole(t *testing.T) {
 		} else {
 			tx.StatementDiscard()
 		}
-		if !tx.Aborted() || r.rollbacks != 1 || m.Engine().OpenStreams() != 0 {
+		if _, rb := r.counts(); !tx.Aborted() || rb != 1 || m.Engine().OpenStreams() != 0 {
 			t.Fatalf("aborted %v, rollback fragments %d, open streams %d: want the whole transaction rolled back",
-				tx.Aborted(), r.rollbacks, m.Engine().OpenStreams())
+				tx.Aborted(), rb, m.Engine().OpenStreams())
 		}
 		if err := tx.Insert(ctx, ti, sql.Row{int64(20), int32(0)}); !errors.Is(err, ErrDeadlock) {
 			t.Fatalf("write after the rollback: %v", err)
 		}
 		tx.Rollback()
-		if r.rollbacks != 1 {
-			t.Fatalf("%d rollback fragments, want one", r.rollbacks)
+		if _, rb := r.counts(); rb != 1 {
+			t.Fatalf("%d rollback fragments, want one", rb)
 		}
 	}
 }

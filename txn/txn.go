@@ -80,8 +80,9 @@ type Txn struct {
 	stmtBufs   map[uint64]*tableBuf // see stmtview.go
 	savepoints []savepoint
 
-	stream *streamState // set once a fragment was replicated
-	since  since        // changes since the last fragment
+	stream   *streamState // set once a fragment was sent
+	inflight *inflight    // the fragment being replicated, if any
+	since    since        // changes since the last fragment
 
 	registered bool
 	done       bool
@@ -845,6 +846,9 @@ func (t *Txn) Commit(ctx context.Context) (Outcome, error) {
 		t.m.Commits.Add(1)
 		return Outcome{Committed: true}, nil
 	}
+	if err := t.awaitFragment(); err != nil {
+		return Outcome{}, err
+	}
 	ws, err := t.writeSet(ctx)
 	if err != nil {
 		t.rollbackStream()
@@ -905,6 +909,7 @@ func (t *Txn) Rollback() {
 }
 
 func (t *Txn) finish() {
+	t.collect() // (every path collected it already; never leave one behind)
 	t.done = true
 	t.m.locks.ReleaseAll(&t.owner)
 	if t.view != nil {

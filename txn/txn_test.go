@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -15,15 +16,25 @@ import (
 // without certification (streaming transactions' fragments included), and
 // keeps the last one.
 type localReplicator struct {
+	mu                   sync.Mutex // a fragment is replicated concurrently with its transaction
 	eng                  *storage.Engine
 	seqno                uint64
 	last                 *writeset.WriteSet
 	fragments, rollbacks int
 }
 
+// counts returns the fragments and rollbacks replicated so far.
+func (r *localReplicator) counts() (fragments, rollbacks int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fragments, r.rollbacks
+}
+
 func (r *localReplicator) Origin() uint64 { return 1 }
 
 func (r *localReplicator) Replicate(_ context.Context, ws *writeset.WriteSet) (Outcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.seqno++
 	r.last = ws
 	var res storage.ApplyResult
