@@ -35,7 +35,6 @@
 package certify
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -419,26 +418,7 @@ func (ix *Index) AbortNode(node uint64) []writeset.ID {
 
 // Streams returns the open streaming transactions in a deterministic order.
 func (ix *Index) Streams() []writeset.ID {
-	ids := make([]writeset.ID, 0, len(ix.streams))
-	for id := range ix.streams {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(a, b writeset.ID) int {
-		if c := cmp.Compare(a.Origin, b.Origin); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Seq, b.Seq)
-	})
-	return ids
-}
-
-// StreamNode returns the origin node of an open streaming transaction.
-func (ix *Index) StreamNode(id writeset.ID) (uint64, bool) {
-	st := ix.streams[id]
-	if st == nil {
-		return 0, false
-	}
-	return st.node, true
+	return slices.SortedFunc(maps.Keys(ix.streams), writeset.ID.Compare)
 }
 
 // RestoreStream reopens a streaming transaction after a restart or a state

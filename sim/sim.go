@@ -35,7 +35,6 @@ import (
 	mrand "math/rand"
 	rand2 "math/rand/v2"
 	"slices"
-	"sort"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/dolthub/go-mysql-server/sql"
@@ -719,18 +718,8 @@ func (n *node) lowWatermark() uint64 {
 	return low
 }
 
-func sortedKeys(m map[writeset.ID]*op) []writeset.ID {
-	ids := make([]writeset.ID, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool {
-		if ids[i].Origin != ids[j].Origin {
-			return ids[i].Origin < ids[j].Origin
-		}
-		return ids[i].Seq < ids[j].Seq
-	})
-	return ids
+func sortedKeys[V any](m map[writeset.ID]V) []writeset.ID {
+	return slices.SortedFunc(maps.Keys(m), writeset.ID.Compare)
 }
 
 // readRow reads a row's value column at the node's latest state.

@@ -1,12 +1,9 @@
 package sim
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"sort"
 	"time"
 
@@ -210,10 +207,7 @@ func (n *node) rollbackStaleStreams() {
 		n.w.fail("n%d: stored streams: %v", n.id, err)
 		return
 	}
-	ids := slices.SortedFunc(maps.Keys(stored), func(a, b writeset.ID) int {
-		return cmp.Or(cmp.Compare(a.Origin, b.Origin), cmp.Compare(a.Seq, b.Seq))
-	})
-	for _, id := range ids {
+	for _, id := range sortedKeys(stored) {
 		if frags := stored[id]; frags[0].Stream.Node == n.id {
 			n.rollbackStream(id, uint64(len(frags)))
 		}
@@ -440,9 +434,7 @@ func (w *world) checkConverged() {
 		}
 		// open streaming transactions are state too: the same everywhere
 		stored, err := n.eng.StoredStreams()
-		open := fmt.Sprint(slices.SortedFunc(maps.Keys(stored), func(a, b writeset.ID) int {
-			return cmp.Or(cmp.Compare(a.Origin, b.Origin), cmp.Compare(a.Seq, b.Seq))
-		}), len(stored) == n.eng.OpenStreams(), err)
+		open := fmt.Sprint(sortedKeys(stored), len(stored) == n.eng.OpenStreams(), err)
 		if i == 0 {
 			streams = open
 		} else if open != streams {
@@ -450,21 +442,13 @@ func (w *world) checkConverged() {
 			return
 		}
 	}
-	for _, id := range sortedKeys(mapOf(w.acked)) {
+	for _, id := range sortedKeys(w.acked) {
 		s := w.acked[id]
 		if !w.okAt[s] || w.wsAt[s] != id {
 			w.fail("acknowledged commit %v at seqno %d is not committed there", id, s)
 			return
 		}
 	}
-}
-
-func mapOf(m map[writeset.ID]uint64) map[writeset.ID]*op {
-	out := make(map[writeset.ID]*op, len(m))
-	for k := range m {
-		out[k] = nil
-	}
-	return out
 }
 
 // operation is one register operation of the history.

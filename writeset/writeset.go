@@ -18,6 +18,7 @@
 package writeset
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,6 +43,11 @@ type ID struct {
 }
 
 func (id ID) String() string { return fmt.Sprintf("%x:%d", id.Origin, id.Seq) }
+
+// Compare orders IDs by origin, then sequence number (for slices.SortFunc).
+func (id ID) Compare(o ID) int {
+	return cmp.Or(cmp.Compare(id.Origin, o.Origin), cmp.Compare(id.Seq, o.Seq))
+}
 
 // Flags describe a write-set as a whole.
 type Flags uint64
