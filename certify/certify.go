@@ -272,7 +272,7 @@ func (ix *Index) Certify(seqno uint64, ws *writeset.WriteSet) Verdict {
 		ix.endStream(id)
 		v.Record = rec
 	}
-	ix.record(seqno, rec, rec.Keys, v.OK)
+	ix.record(seqno, rec, v.OK)
 	ix.advance(seqno)
 	return v
 }
@@ -508,7 +508,7 @@ func (ix *Index) check(ws *writeset.WriteSet) Verdict {
 // Record adds ws at seqno with its verdict and advances the window.
 // Certify uses it after checking.
 func (ix *Index) Record(seqno uint64, ws *writeset.WriteSet, ok bool) {
-	ix.record(seqno, ws, ws.Keys, ok)
+	ix.record(seqno, ws, ok)
 	ix.advance(seqno)
 }
 
@@ -524,7 +524,7 @@ func (ix *Index) BeginReplay(horizon uint64) { ix.horizon = horizon }
 // entries before its applied seqno) with the verdicts it stored, between
 // BeginReplay and FinishReplay with the horizon it stored at that seqno.
 func (ix *Index) Replay(seqno uint64, ws *writeset.WriteSet, ok bool) {
-	ix.record(seqno, ws, ws.Keys, ok)
+	ix.record(seqno, ws, ok)
 }
 
 // FinishReplay ends a replay: it sets the horizon that was in force at the
@@ -540,8 +540,8 @@ func (ix *Index) FinishReplay(last, horizon uint64) {
 	ix.forgetBelowHorizon()
 }
 
-// record adds ws at seqno, with keys as the keys it wrote.
-func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, keys []writeset.Key, ok bool) {
+// record adds ws at seqno with its verdict.
+func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, ok bool) {
 	if seqno <= ix.last {
 		panic(fmt.Sprintf("certify: seqno %d after %d", seqno, ix.last))
 	}
@@ -552,6 +552,7 @@ func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, keys []writeset.Key
 	}
 	if ok {
 		origin := ws.ID.Origin
+		keys := ws.Keys
 		if seqno <= ix.horizon {
 			keys = nil // a replay below its horizon: keys are moot
 		}
