@@ -156,11 +156,10 @@ func (e *Engine) EndStreams(ids []writeset.ID) []KV {
 // OpenStreams reports the number of open streaming transactions.
 func (e *Engine) OpenStreams() int { return int(e.openStreams.Load()) }
 
-// StoredStreams returns the stored fragments of every open streaming
-// transaction, in log order, for rebuilding what derives from them.
-func (e *Engine) StoredStreams() (map[writeset.ID][]*writeset.WriteSet, error) {
-	out := map[writeset.ID][]*writeset.WriteSet{}
-	err := e.scanPrefix([]byte{spaceStream}, func(k, v []byte) error {
+// scanStreams calls fn for every stored fragment, in key order: stream by
+// stream, each in log order.
+func (e *Engine) scanStreams(fn func(id writeset.ID, key []byte, ws *writeset.WriteSet) error) error {
+	return e.scanPrefix([]byte{spaceStream}, func(k, v []byte) error {
 		if len(k) != 25 {
 			return fmt.Errorf("%w: stream fragment key %x", ErrCorruptData, k)
 		}
@@ -169,6 +168,15 @@ func (e *Engine) StoredStreams() (map[writeset.ID][]*writeset.WriteSet, error) {
 			return fmt.Errorf("%w: stream fragment %x: %v", ErrCorruptData, k, err)
 		}
 		id := writeset.ID{Origin: binary.BigEndian.Uint64(k[1:]), Seq: binary.BigEndian.Uint64(k[9:])}
+		return fn(id, k, ws)
+	})
+}
+
+// StoredStreams returns the stored fragments of every open streaming
+// transaction, in log order, for rebuilding what derives from them.
+func (e *Engine) StoredStreams() (map[writeset.ID][]*writeset.WriteSet, error) {
+	out := map[writeset.ID][]*writeset.WriteSet{}
+	err := e.scanStreams(func(id writeset.ID, _ []byte, ws *writeset.WriteSet) error {
 		out[id] = append(out[id], ws)
 		return nil
 	})
@@ -182,23 +190,10 @@ func (e *Engine) loadStreams() error {
 	}
 	e.streams = map[writeset.ID]*stream{}
 	e.openStreams.Store(0)
-	stored, err := e.StoredStreams()
-	if err != nil {
-		return err
-	}
 	cat := e.cat.Load()
-	for id, frags := range stored {
+	return e.scanStreams(func(id writeset.ID, key []byte, ws *writeset.WriteSet) error {
 		st := e.openStream(id)
-		for _, ws := range frags {
-			if err := st.addFragment(cat, ws); err != nil {
-				return err
-			}
-		}
-	}
-	// the keys, in order
-	return e.scanPrefix([]byte{spaceStream}, func(k, _ []byte) error {
-		id := writeset.ID{Origin: binary.BigEndian.Uint64(k[1:]), Seq: binary.BigEndian.Uint64(k[9:])}
-		e.streams[id].frags = append(e.streams[id].frags, append([]byte(nil), k...))
-		return nil
+		st.frags = append(st.frags, append([]byte(nil), key...))
+		return st.addFragment(cat, ws)
 	})
 }
