@@ -34,7 +34,17 @@ type Certus struct {
 	firstPeer string
 	// Keep leaves the data dirs and logs in Dir after Stop.
 	Keep bool
+	// user logs the benchmarks in: root until the bench user exists.
+	user, password string
 }
+
+// The account every benchmark logs in with, on Certus as on the anchors'
+// MariaDB and Galera (which create it with ALL ON *.*): an application's
+// user, not the node's root.
+const (
+	benchUser     = "sb"
+	benchPassword = "sb"
+)
 
 // Dir holds the nodes' data dirs and logs.
 func (c *Certus) Dir() string { return c.dir }
@@ -47,7 +57,7 @@ func StartCertus(bin string, nodes int, extra ...string) (*Certus, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Certus{dir: dir}
+	c := &Certus{dir: dir, user: "root"}
 	for i := 1; i <= nodes; i++ {
 		httpAddr, err := c.startNode(bin, i, extra)
 		if err == nil {
@@ -58,7 +68,7 @@ func StartCertus(bin string, nodes int, extra ...string) (*Certus, error) {
 			return nil, fmt.Errorf("certus n%d: %w (log in %s)", i, err, dir)
 		}
 	}
-	if err := createSBTest(c.targets[0]); err != nil {
+	if err := c.createBenchUser(); err != nil {
 		c.Stop()
 		return nil, err
 	}
@@ -88,7 +98,7 @@ func (c *Certus) startNode(bin string, i int, extra []string) (string, error) {
 	c.procs = append(c.procs, cmd)
 	host, port, _ := net.SplitHostPort(sqlAddr)
 	p, _ := strconv.Atoi(port)
-	c.targets = append(c.targets, Target{Name: fmt.Sprintf("certus n%d", i), Host: host, Port: p, User: "root"})
+	c.targets = append(c.targets, Target{Name: fmt.Sprintf("certus n%d", i), Host: host, Port: p, User: c.user, Password: c.password})
 	c.HTTP = append(c.HTTP, httpAddr)
 	return httpAddr, nil
 }
@@ -123,16 +133,56 @@ func healthy(addr string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func createSBTest(t Target) error {
-	db, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s:%d)/", t.User, t.Password, t.Host, t.Port))
+// createBenchUser creates, as root on the first node, the sbtest database
+// and the bench user with the anchors' grants, waits until every node lets
+// that user in, and makes it the targets' user.
+func (c *Certus) createBenchUser() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	root, err := sql.Open("mysql", dsn(c.targets[0]))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, q := range []string{
+		"CREATE DATABASE IF NOT EXISTS sbtest",
+		fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'%%' IDENTIFIED BY '%s'", benchUser, benchPassword),
+		fmt.Sprintf("GRANT ALL ON *.* TO '%s'@'%%'", benchUser),
+	} {
+		if _, err := root.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	c.user, c.password = benchUser, benchPassword
+	for i := range c.targets {
+		t := &c.targets[i]
+		t.User, t.Password = c.user, c.password
+		// the other nodes apply the grant a moment later
+		for {
+			err := ping(ctx, *t)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("%s: bench user cannot log in: %w", t.Name, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+func dsn(t Target) string {
+	return fmt.Sprintf("%s:%s@tcp(%s:%d)/", t.User, t.Password, t.Host, t.Port)
+}
+
+func ping(ctx context.Context, t Target) error {
+	db, err := sql.Open("mysql", dsn(t))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err = db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS sbtest")
-	return err
+	return db.PingContext(ctx)
 }
 
 // Targets implements System.

@@ -29,7 +29,8 @@ import (
 // (package fastsql recognises them) directly against the transaction
 // layer, skipping go-mysql-server's parser and analyzer. It takes a
 // statement only when it can prove the result equal to the general path's:
-// a superuser session (privileges need no check), a plain table (no
+// a user holding the statement's privileges on the table (checked as
+// go-mysql-server checks them, at every execution), a plain table (no
 // triggers, foreign keys, checks, generated or ON UPDATE columns), integer
 // key arguments, and values that convert without warnings. Anything else —
 // and the first execution of every SELECT shape, from which it learns the
@@ -185,13 +186,13 @@ func (fc *fastCall) try(ctx context.Context) (handled bool, err error) {
 	if e == nil {
 		return false, nil
 	}
-	if !fc.superuser() {
-		return false, nil
-	}
 	if v, err := s.GetSessionVariable(nil, "certus_fast_path"); err == nil && !truthy(v) {
 		return false, nil
 	}
 	sctx := sql.NewContext(ctx, sql.WithSession(s), sql.WithQuery(fc.query))
+	if !fc.privileged(sctx, e.st) {
+		return false, nil
+	}
 	_ = s.CommandBegin()
 	defer s.CommandEnd()
 	switch e.st.Kind {
@@ -328,14 +329,51 @@ func (fc *fastCall) learnFrom(r *sqltypes.Result) {
 	fc.learn = nil
 }
 
-// superuser reports whether the session's user needs no privilege checks.
-func (fc *fastCall) superuser() bool {
-	cl := fc.s.Client()
-	r := fc.h.fast.db.Reader()
-	defer r.Close()
-	u := fc.h.fast.db.GetUser(r, cl.User, cl.Address, false)
-	return u != nil && u.IsSuperUser
+// privileged reports whether the session's user holds what the statement
+// needs, as go-mysql-server's authorization checks it (global, database or
+// table level, roles included) or more: UPDATE and DELETE also need SELECT,
+// which MySQL asks for the columns they read. A user who lacks any of it
+// goes to the general path, which then answers exactly as it would have.
+func (fc *fastCall) privileged(ctx *sql.Context, st *fastsql.Statement) bool {
+	mdb := fc.h.fast.db
+	set := mdb.UserActivePrivilegeSet(ctx)
+	if set.Has(sql.PrivilegeType_Super) {
+		return true
+	}
+	var need []sql.PrivilegeType
+	switch st.Kind {
+	case fastsql.Begin, fastsql.Commit, fastsql.Rollback:
+		// they need no privilege, but a user dropped since it logged in
+		// (an empty set) must get go-mysql-server's access denied
+		return set.HasPrivileges()
+	case fastsql.Select:
+		need = privSelect
+	case fastsql.Update:
+		need = privUpdate
+	case fastsql.Delete:
+		need = privDelete
+	case fastsql.Insert:
+		need = privInsert
+	case fastsql.Replace:
+		need = privReplace
+	default:
+		return false
+	}
+	db := st.DB
+	if db == "" {
+		db = ctx.GetCurrentDatabase()
+	}
+	return mdb.UserHasPrivileges(ctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{Database: db, Table: st.Table}, need...))
 }
+
+// The privileges each fast-path statement kind needs on its table.
+var (
+	privSelect  = []sql.PrivilegeType{sql.PrivilegeType_Select}
+	privUpdate  = []sql.PrivilegeType{sql.PrivilegeType_Update, sql.PrivilegeType_Select}
+	privDelete  = []sql.PrivilegeType{sql.PrivilegeType_Delete, sql.PrivilegeType_Select}
+	privInsert  = []sql.PrivilegeType{sql.PrivilegeType_Insert}
+	privReplace = []sql.PrivilegeType{sql.PrivilegeType_Insert, sql.PrivilegeType_Delete}
+)
 
 func (fc *fastCall) charset() string {
 	v, err := fc.s.GetSessionVariable(nil, "character_set_results")
