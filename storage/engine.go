@@ -55,6 +55,9 @@ type Engine struct {
 	applied atomic.Uint64
 	cat     atomic.Pointer[Catalog]
 	digest  Digest // of the state at applied; guarded by pubMu
+	// snap is the snapshot of the state at applied that views share
+	// until the next commit; nil until a view asks for one.
+	snap atomic.Pointer[sharedSnapshot]
 
 	autoMu  sync.Mutex
 	autoInc map[uint64]uint64 // table id -> next value
@@ -223,6 +226,9 @@ func (e *Engine) Close() error {
 	}
 	e.streams = nil
 	e.applyMu.Unlock()
+	e.pubMu.Lock()
+	e.retireSnapshot().release()
+	e.pubMu.Unlock()
 	return e.db.Close()
 }
 
@@ -253,17 +259,51 @@ type ReadView struct {
 	Catalog *Catalog
 	// Digest is the state digest at Seqno (snapshot views only).
 	Digest Digest
-	snap   *pebble.Snapshot
+	snap   *sharedSnapshot
 	r      pebble.Reader
+}
+
+// sharedSnapshot is a pebble snapshot that every view taken between two
+// commits reads through. Taking and closing a pebble snapshot locks the
+// database (and closing the oldest one looks for compactions): one per
+// point read cost more than the read itself.
+type sharedSnapshot struct {
+	snap *pebble.Snapshot
+	refs atomic.Int32 // the views reading it, plus one while it is current
+}
+
+func (s *sharedSnapshot) release() {
+	if s != nil && s.refs.Add(-1) == 0 {
+		s.snap.Close()
+	}
 }
 
 // View takes a snapshot read view at the applied seqno.
 func (e *Engine) View() *ReadView {
 	e.pubMu.RLock()
-	v := &ReadView{Seqno: e.applied.Load(), Catalog: e.cat.Load(), Digest: e.digest, snap: e.db.NewSnapshot()}
-	e.pubMu.RUnlock()
-	v.r = v.snap
-	return v
+	defer e.pubMu.RUnlock()
+	// pubMu held for reading: no commit can retire the current snapshot
+	s := e.snap.Load()
+	if s == nil {
+		n := &sharedSnapshot{snap: e.db.NewSnapshot()}
+		n.refs.Store(1)
+		if e.snap.CompareAndSwap(nil, n) {
+			s = n
+		} else {
+			n.snap.Close()
+			s = e.snap.Load()
+		}
+	}
+	s.refs.Add(1)
+	return &ReadView{Seqno: e.applied.Load(), Catalog: e.cat.Load(), Digest: e.digest, snap: s, r: s.snap}
+}
+
+// retireSnapshot ends the sharing of the current snapshot, which no longer
+// shows the applied state; its views keep it until they close. Called with
+// pubMu held for writing, it returns the snapshot for the caller to
+// release once it unlocked.
+func (e *Engine) retireSnapshot() *sharedSnapshot {
+	return e.snap.Swap(nil)
 }
 
 // Latest returns a view that reads the latest applied state at each read
@@ -279,7 +319,7 @@ func (e *Engine) Latest() *ReadView {
 // Close releases the view's snapshot.
 func (v *ReadView) Close() {
 	if v.snap != nil {
-		v.snap.Close()
+		v.snap.release()
 		v.snap = nil
 	}
 }
@@ -541,12 +581,17 @@ func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[ui
 		return err
 	}
 	e.pubMu.Lock()
-	defer e.pubMu.Unlock()
+	var retired *sharedSnapshot
+	defer func() {
+		e.pubMu.Unlock()
+		retired.release()
+	}()
 	// The raft log, written before apply, is what makes a commit durable;
 	// the data batch rides on the next WAL sync.
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return err
 	}
+	retired = e.retireSnapshot()
 	if cat != nil {
 		cat.Seqno = seqno
 		e.cat.Store(cat)

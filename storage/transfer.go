@@ -62,7 +62,11 @@ func (e *Engine) Reload() error {
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
 	e.pubMu.Lock()
-	defer e.pubMu.Unlock()
+	retired := e.retireSnapshot()
+	defer func() {
+		e.pubMu.Unlock()
+		retired.release()
+	}()
 	e.autoMu.Lock()
 	e.autoInc = map[uint64]uint64{}
 	e.autoMu.Unlock()
