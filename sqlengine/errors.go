@@ -129,7 +129,14 @@ var kindCodes = buildKindCodes([]struct {
 	{sql.ErrDuplicateColumn, mysql.ERDupFieldName, "42S21"},
 	{sql.ErrIndexNotFound, mysql.ERCantDropFieldOrKey, "42000"},
 	{sql.ErrInsertIntoNonNullableProvidedNull, mysql.ERBadNullError, "23000"},
+	{sql.ErrPrivilegeCheckFailed, erTableAccessDenied, "42000"},
+	{sql.ErrTableAccessDeniedForUser, erTableAccessDenied, "42000"},
+	{sql.ErrDatabaseAccessDeniedForUser, mysql.ERDBAccessDenied, "42000"},
 })
+
+// erTableAccessDenied is MySQL's ER_TABLEACCESS_DENIED_ERROR ("SELECT
+// command denied to user ... for table ..."), which vitess does not name.
+const erTableAccessDenied = 1142
 
 var verb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
 

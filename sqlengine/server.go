@@ -127,10 +127,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sql server: %w", err)
 	}
+	// users and grants replicated from another node must be loaded before
+	// a client logs in, not only before its first statement
 	scfg := server.Config{
 		Protocol:       "tcp",
 		Address:        cfg.Addr,
-		Listener:       trackListener{ln},
+		Listener:       trackListener{Listener: ln, accepted: s.refreshPrivileges},
 		Version:        "8.0.31-Certus",
 		MaxConnections: cfg.MaxConnections,
 	}

@@ -28,12 +28,20 @@ const (
 )
 
 // trackListener wraps accepted connections in trackConn.
-type trackListener struct{ net.Listener }
+type trackListener struct {
+	net.Listener
+	// accepted runs before a new connection's handshake (which
+	// authenticates the user).
+	accepted func()
+}
 
 func (l trackListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
+	}
+	if l.accepted != nil {
+		l.accepted()
 	}
 	return &trackConn{Conn: c}, nil
 }
