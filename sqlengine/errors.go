@@ -26,6 +26,9 @@ var (
 	ErrSyncWaitTimeout = mysql.NewSQLError(mysql.ERLockWaitTimeout, mysql.SSUnknownSQLState, "Lock wait timeout exceeded; try restarting transaction")
 	// ErrEmptyQuery is MySQL's answer to a statement with no SQL in it.
 	ErrEmptyQuery = mysql.NewSQLError(mysql.EREmptyQuery, "42000", "Query was empty")
+	// ErrSetGlobalDenied is MySQL's answer to SET GLOBAL or SET PERSIST
+	// from a user without the privilege (go-mysql-server checks none).
+	ErrSetGlobalDenied = mysql.NewSQLError(mysql.ERSpecifiedAccessDenied, "42000", "Access denied; you need (at least one of) the SUPER or SYSTEM_VARIABLES_ADMIN privilege(s) for this operation")
 	// ErrPacketTooLarge is returned for a statement longer than
 	// max_allowed_packet.
 	ErrPacketTooLarge = mysql.NewSQLError(mysql.ERNetPacketTooLarge, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")

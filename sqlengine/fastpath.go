@@ -329,52 +329,6 @@ func (fc *fastCall) learnFrom(r *sqltypes.Result) {
 	fc.learn = nil
 }
 
-// privileged reports whether the session's user holds what the statement
-// needs, as go-mysql-server's authorization checks it (global, database or
-// table level, roles included) or more: UPDATE and DELETE also need SELECT,
-// which MySQL asks for the columns they read. A user who lacks any of it
-// goes to the general path, which then answers exactly as it would have.
-func (fc *fastCall) privileged(ctx *sql.Context, st *fastsql.Statement) bool {
-	mdb := fc.h.fast.db
-	set := mdb.UserActivePrivilegeSet(ctx)
-	if set.Has(sql.PrivilegeType_Super) {
-		return true
-	}
-	var need []sql.PrivilegeType
-	switch st.Kind {
-	case fastsql.Begin, fastsql.Commit, fastsql.Rollback:
-		// they need no privilege, but a user dropped since it logged in
-		// (an empty set) must get go-mysql-server's access denied
-		return set.HasPrivileges()
-	case fastsql.Select:
-		need = privSelect
-	case fastsql.Update:
-		need = privUpdate
-	case fastsql.Delete:
-		need = privDelete
-	case fastsql.Insert:
-		need = privInsert
-	case fastsql.Replace:
-		need = privReplace
-	default:
-		return false
-	}
-	db := st.DB
-	if db == "" {
-		db = ctx.GetCurrentDatabase()
-	}
-	return mdb.UserHasPrivileges(ctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{Database: db, Table: st.Table}, need...))
-}
-
-// The privileges each fast-path statement kind needs on its table.
-var (
-	privSelect  = []sql.PrivilegeType{sql.PrivilegeType_Select}
-	privUpdate  = []sql.PrivilegeType{sql.PrivilegeType_Update, sql.PrivilegeType_Select}
-	privDelete  = []sql.PrivilegeType{sql.PrivilegeType_Delete, sql.PrivilegeType_Select}
-	privInsert  = []sql.PrivilegeType{sql.PrivilegeType_Insert}
-	privReplace = []sql.PrivilegeType{sql.PrivilegeType_Insert, sql.PrivilegeType_Delete}
-)
-
 func (fc *fastCall) charset() string {
 	v, err := fc.s.GetSessionVariable(nil, "character_set_results")
 	if err != nil || v == nil {

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/dolthub/go-mysql-server/sql/mysql_db"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
@@ -61,6 +62,8 @@ type Handler struct {
 	beforeStatement func()
 	// fast runs hot statements without go-mysql-server (nil: off).
 	fast *fastPath
+	// users holds the users and grants (nil: no privilege checks).
+	users *mysql_db.MySQLDb
 
 	mu       sync.Mutex
 	sessions map[uint32]*Session
@@ -86,6 +89,9 @@ type stmtInfo struct {
 	empty        bool // no SQL at all (1065)
 	ddl          bool // CREATE, DROP, ALTER, RENAME, TRUNCATE
 	flushStatus  bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, and nothing else
+	// setGlobal: a SET that may assign a global (or persisted) variable,
+	// which needs SUPER or SYSTEM_VARIABLES_ADMIN
+	setGlobal bool
 }
 
 func inspect(q string) stmtInfo {
@@ -115,7 +121,15 @@ func inspect(q string) stmtInfo {
 			w = lx.word()
 		}
 		return stmtInfo{nonPrimaryOK: true, flushStatus: w == "STATUS" && lx.word() == ""}
-	case "SET", "USE", "KILL", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT":
+	case "SET":
+		info := stmtInfo{nonPrimaryOK: true}
+		for w := lx.word(); w != ""; w = lx.word() {
+			if w == "GLOBAL" || w == "PERSIST" || w == "PERSIST_ONLY" {
+				info.setGlobal = true
+			}
+		}
+		return info
+	case "USE", "KILL", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT":
 		return stmtInfo{nonPrimaryOK: true}
 	case "COMMIT":
 		return stmtInfo{commit: true}
@@ -279,6 +293,9 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	}
 	if s != nil && uint64(len(query)) > maxPacket(s) {
 		return ErrPacketTooLarge
+	}
+	if info.setGlobal && s != nil && !h.maySetGlobal(ctx, s, query) {
+		return ErrSetGlobalDenied
 	}
 	if err := h.before(ctx, s, info); err != nil {
 		return ToSQLError(err)

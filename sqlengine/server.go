@@ -140,6 +140,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		h = NewHandler(inner, cfg.Cluster, cfg.Logger)
 		h.beforeStatement = s.refreshPrivileges
 		h.fast = newFastPath(db)
+		h.users = db
 		return h, nil
 	})
 	if err != nil {

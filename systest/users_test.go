@@ -58,6 +58,29 @@ func TestUsersReplicate(t *testing.T) {
 	mustExec(t, app3, "INSERT INTO t VALUES (1, 1)")
 	wantErr(t, tryExec(app3, "DELETE FROM t WHERE id = 1"), 1142, "42000")
 
+	// global variables need SUPER (or SYSTEM_VARIABLES_ADMIN); the
+	// session's own do not
+	for _, q := range []string{
+		"SET GLOBAL max_connections = 7",
+		"SET @@global.wsrep_sync_wait = 1",
+		"SET SESSION wsrep_sync_wait = 1, GLOBAL wsrep_applier_threads = 2",
+		"SET PERSIST wsrep_sync_wait = 1",
+	} {
+		wantErr(t, tryExec(app3, q), 1227, "42000")
+	}
+	if v := qInt(t, c.Nodes[2].DB(""), "SELECT @@GLOBAL.max_connections"); v == 7 {
+		t.Fatalf("a denied SET GLOBAL changed max_connections")
+	}
+	for _, q := range []string{
+		"SET SESSION wsrep_sync_wait = 1",
+		"SET @@session.wsrep_sync_wait = 0",
+		"SET @global = 'global'",
+		"SET autocommit = 1",
+	} {
+		mustExec(t, app3, q)
+	}
+	mustExec(t, c.Nodes[2].DB(""), "SET GLOBAL wsrep_sync_wait = 0")
+
 	mustExec(t, c.Nodes[1].DB(""), "ALTER USER app IDENTIFIED BY 'pw2'")
 	login(c.Nodes[2], "pw1", 1045)
 	login(c.Nodes[2], "pw2", 0)

@@ -1,0 +1,99 @@
+package sqlengine
+
+import (
+	"context"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/internal/fastsql"
+)
+
+// Privilege checks Certus makes itself: for the statements its fast path
+// runs without go-mysql-server, and for SET GLOBAL, which go-mysql-server
+// lets any user run.
+
+// privileged reports whether the session's user holds what the statement
+// needs, as go-mysql-server's authorization checks it (global, database or
+// table level, roles included) or more: UPDATE and DELETE also need SELECT,
+// which MySQL asks for the columns they read. A user who lacks any of it
+// goes to the general path, which then answers exactly as it would have.
+func (fc *fastCall) privileged(ctx *sql.Context, st *fastsql.Statement) bool {
+	mdb := fc.h.fast.db
+	set := mdb.UserActivePrivilegeSet(ctx)
+	if set.Has(sql.PrivilegeType_Super) {
+		return true
+	}
+	var need []sql.PrivilegeType
+	switch st.Kind {
+	case fastsql.Begin, fastsql.Commit, fastsql.Rollback:
+		// they need no privilege, but a user dropped since it logged in
+		// (an empty set) must get go-mysql-server's access denied
+		return set.HasPrivileges()
+	case fastsql.Select:
+		need = privSelect
+	case fastsql.Update:
+		need = privUpdate
+	case fastsql.Delete:
+		need = privDelete
+	case fastsql.Insert:
+		need = privInsert
+	case fastsql.Replace:
+		need = privReplace
+	default:
+		return false
+	}
+	db := st.DB
+	if db == "" {
+		db = ctx.GetCurrentDatabase()
+	}
+	return mdb.UserHasPrivileges(ctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{Database: db, Table: st.Table}, need...))
+}
+
+// The privileges each fast-path statement kind needs on its table.
+var (
+	privSelect  = []sql.PrivilegeType{sql.PrivilegeType_Select}
+	privUpdate  = []sql.PrivilegeType{sql.PrivilegeType_Update, sql.PrivilegeType_Select}
+	privDelete  = []sql.PrivilegeType{sql.PrivilegeType_Delete, sql.PrivilegeType_Select}
+	privInsert  = []sql.PrivilegeType{sql.PrivilegeType_Insert}
+	privReplace = []sql.PrivilegeType{sql.PrivilegeType_Insert, sql.PrivilegeType_Delete}
+)
+
+// maySetGlobal reports whether the session's user may run query, a SET
+// that inspect saw naming GLOBAL or PERSIST: MySQL asks SUPER or
+// SYSTEM_VARIABLES_ADMIN for assigning a global or persisted variable, and
+// go-mysql-server asks nothing. The parser decides whether one of the
+// assignments really is global; a statement it cannot parse goes on, for
+// go-mysql-server to report.
+func (h *Handler) maySetGlobal(ctx context.Context, s *Session, query string) bool {
+	if h.users == nil {
+		return true
+	}
+	st, err := sqlparser.Parse(query)
+	if err != nil {
+		return true
+	}
+	set, ok := st.(*sqlparser.Set)
+	if !ok {
+		return true
+	}
+	global := false
+	for _, e := range set.Exprs {
+		scope := e.Scope
+		if e.Name != nil && (scope == sqlparser.SetScope_None || scope == sqlparser.SetScope_Session) {
+			if _, sc, _, err := sqlparser.VarScopeForColName(e.Name); err == nil {
+				scope = sc
+			}
+		}
+		switch scope {
+		case sqlparser.SetScope_Global, sqlparser.SetScope_Persist, sqlparser.SetScope_PersistOnly:
+			global = true
+		}
+	}
+	if !global {
+		return true
+	}
+	sctx := sql.NewContext(ctx, sql.WithSession(s))
+	return h.users.UserHasPrivileges(sctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{}, sql.PrivilegeType_Super)) ||
+		h.users.UserHasPrivileges(sctx, sql.NewDynamicPrivilegedOperation("system_variables_admin"))
+}
