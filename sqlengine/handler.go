@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/mysql_db"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
@@ -64,9 +65,12 @@ type Handler struct {
 	fast *fastPath
 	// users holds the users and grants (nil: no privilege checks).
 	users *mysql_db.MySQLDb
+	// processes is go-mysql-server's process list (running statements).
+	processes sql.ProcessList
 
 	mu       sync.Mutex
 	sessions map[uint32]*Session
+	conns    map[uint32]*mysql.Conn
 }
 
 var _ mysql.Handler = (*Handler)(nil)
@@ -92,6 +96,7 @@ type stmtInfo struct {
 	// setGlobal: a SET that may assign a global (or persisted) variable,
 	// which needs SUPER or SYSTEM_VARIABLES_ADMIN
 	setGlobal bool
+	kill      bool // KILL [CONNECTION | QUERY] id
 }
 
 func inspect(q string) stmtInfo {
@@ -129,7 +134,9 @@ func inspect(q string) stmtInfo {
 			}
 		}
 		return info
-	case "USE", "KILL", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT":
+	case "KILL":
+		return stmtInfo{nonPrimaryOK: true, kill: true}
+	case "USE", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT":
 		return stmtInfo{nonPrimaryOK: true}
 	case "COMMIT":
 		return stmtInfo{commit: true}
@@ -171,7 +178,7 @@ func NewHandler(inner mysql.Handler, cluster Cluster, log *slog.Logger) *Handler
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{inner: inner, cluster: cluster, log: log, sessions: map[uint32]*Session{}}
+	return &Handler{inner: inner, cluster: cluster, log: log, sessions: map[uint32]*Session{}, conns: map[uint32]*mysql.Conn{}}
 }
 
 func (h *Handler) addSession(id uint32, s *Session) {
@@ -297,6 +304,7 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	if info.setGlobal && s != nil && !h.maySetGlobal(ctx, s, query) {
 		return ErrSetGlobalDenied
 	}
+
 	if err := h.before(ctx, s, info); err != nil {
 		return ToSQLError(err)
 	}
@@ -338,13 +346,19 @@ func maxPacket(s *Session) uint64 {
 }
 
 // NewConnection implements mysql.Handler.
-func (h *Handler) NewConnection(c *mysql.Conn) { h.inner.NewConnection(c) }
+func (h *Handler) NewConnection(c *mysql.Conn) {
+	h.mu.Lock()
+	h.conns[c.ConnectionID] = c
+	h.mu.Unlock()
+	h.inner.NewConnection(c)
+}
 
 // ConnectionClosed implements mysql.Handler.
 func (h *Handler) ConnectionClosed(c *mysql.Conn) {
 	h.inner.ConnectionClosed(c)
 	h.mu.Lock()
 	delete(h.sessions, c.ConnectionID)
+	delete(h.conns, c.ConnectionID)
 	h.mu.Unlock()
 }
 
@@ -370,6 +384,15 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 		if info.flushStatus {
 			*called = true
 			return h.flushStatus(func(r *sqltypes.Result) error { return callback(r, false) })
+		}
+		if info.kill {
+			if done, err := h.killOwn(ctx, h.session(c), query); done {
+				*called = true
+				if err != nil {
+					return err
+				}
+				return callback(&sqltypes.Result{}, false)
+			}
 		}
 		track := h.tracker(c)
 		fc := &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {

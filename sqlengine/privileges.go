@@ -2,16 +2,18 @@ package sqlengine
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/certusdb/certus/internal/fastsql"
 )
 
 // Privilege checks Certus makes itself: for the statements its fast path
-// runs without go-mysql-server, and for SET GLOBAL, which go-mysql-server
-// lets any user run.
+// runs without go-mysql-server, for SET GLOBAL, which go-mysql-server lets
+// any user run, and for KILL, which it allows only to SUPER.
 
 // privileged reports whether the session's user holds what the statement
 // needs, as go-mysql-server's authorization checks it (global, database or
@@ -69,7 +71,9 @@ func (h *Handler) maySetGlobal(ctx context.Context, s *Session, query string) bo
 	if h.users == nil {
 		return true
 	}
-	st, err := sqlparser.Parse(query)
+	// the first statement only: vitess hands the handler the rest of a
+	// multi-statement text as another query
+	st, _, err := sqlparser.ParseOne(ctx, query)
 	if err != nil {
 		return true
 	}
@@ -96,4 +100,49 @@ func (h *Handler) maySetGlobal(ctx context.Context, s *Session, query string) bo
 	sctx := sql.NewContext(ctx, sql.WithSession(s))
 	return h.users.UserHasPrivileges(sctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{}, sql.PrivilegeType_Super)) ||
 		h.users.UserHasPrivileges(sctx, sql.NewDynamicPrivilegedOperation("system_variables_admin"))
+}
+
+// killOwn runs KILL [CONNECTION | QUERY] id for a user without SUPER, which
+// MySQL allows on the user's own connections (a JDBC query timeout sends
+// KILL QUERY from a second connection of the same user) and go-mysql-server
+// refuses. done is false when go-mysql-server should run the statement:
+// the user holds SUPER, or the text is not one KILL alone.
+func (h *Handler) killOwn(ctx context.Context, s *Session, query string) (done bool, err error) {
+	if h.users == nil || h.processes == nil || s == nil {
+		return false, nil
+	}
+	st, perr := sqlparser.Parse(query)
+	if perr != nil {
+		return false, nil
+	}
+	k, ok := st.(*sqlparser.Kill)
+	if !ok {
+		return false, nil
+	}
+	sctx := sql.NewContext(ctx, sql.WithSession(s))
+	if h.users.UserHasPrivileges(sctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{}, sql.PrivilegeType_Super)) {
+		return false, nil
+	}
+	v, ok := k.ConnID.(*sqlparser.SQLVal)
+	if !ok {
+		return false, nil
+	}
+	id, perr := strconv.ParseUint(string(v.Val), 10, 32)
+	if perr != nil {
+		return true, mysql.NewSQLError(mysql.ERNoSuchThread, mysql.SSUnknownSQLState, "Unknown thread id: %s", v.Val)
+	}
+	h.mu.Lock()
+	target, conn := h.sessions[uint32(id)], h.conns[uint32(id)]
+	h.mu.Unlock()
+	if target == nil {
+		return true, mysql.NewSQLError(mysql.ERNoSuchThread, mysql.SSUnknownSQLState, "Unknown thread id: %d", id)
+	}
+	if target.Client().User != s.Client().User {
+		return true, mysql.NewSQLError(mysql.ERKillDenied, mysql.SSUnknownSQLState, "You are not owner of thread %d", id)
+	}
+	h.processes.Kill(uint32(id))
+	if k.Connection && conn != nil {
+		conn.Close()
+	}
+	return true, nil
 }

@@ -141,6 +141,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		h.beforeStatement = s.refreshPrivileges
 		h.fast = newFastPath(db)
 		h.users = db
+		h.processes = e.ProcessList
 		return h, nil
 	})
 	if err != nil {

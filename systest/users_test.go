@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"testing"
@@ -80,6 +81,27 @@ func TestUsersReplicate(t *testing.T) {
 		mustExec(t, app3, q)
 	}
 	mustExec(t, c.Nodes[2].DB(""), "SET GLOBAL wsrep_sync_wait = 0")
+
+	// KILL: a user's own connections (a JDBC query timeout sends KILL
+	// QUERY from a second connection), not another user's
+	sleeper := conn(t, app3)
+	id := qInt(t, sleeper, "SELECT CONNECTION_ID()")
+	start := time.Now()
+	slept := goExec(sleeper, "SELECT SLEEP(20)")
+	time.Sleep(300 * time.Millisecond)
+	mustExec(t, app3, fmt.Sprintf("KILL QUERY %d", id))
+	await(t, slept, "the killed SLEEP")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("KILL QUERY of the user's own statement: it ran %v", d)
+	}
+	rootConn := conn(t, c.Nodes[2].DB(""))
+	rootID := qInt(t, rootConn, "SELECT CONNECTION_ID()")
+	wantErr(t, tryExec(app3, fmt.Sprintf("KILL QUERY %d", rootID)), 1095, "HY000")
+	wantErr(t, tryExec(app3, "KILL 987654"), 1094, "HY000")
+	mustExec(t, app3, fmt.Sprintf("KILL CONNECTION %d", id))
+	if err := sleeper.PingContext(context.Background()); err == nil {
+		t.Fatalf("the connection survived KILL CONNECTION")
+	}
 
 	mustExec(t, c.Nodes[1].DB(""), "ALTER USER app IDENTIFIED BY 'pw2'")
 	login(c.Nodes[2], "pw1", 1045)
