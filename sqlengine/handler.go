@@ -41,8 +41,12 @@ type StatusFlusher interface {
 }
 
 // flushStatus answers FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, which
-// go-mysql-server refuses and Galera scripts run before they measure.
-func (h *Handler) flushStatus(callback func(*sqltypes.Result) error) error {
+// go-mysql-server refuses and Galera scripts run before they measure. As
+// in MySQL, it needs the RELOAD privilege.
+func (h *Handler) flushStatus(ctx context.Context, s *Session, callback func(*sqltypes.Result) error) error {
+	if !h.holds(ctx, s, sql.PrivilegeType_Reload) {
+		return ErrReloadDenied
+	}
 	if f, ok := h.cluster.(StatusFlusher); ok {
 		f.FlushStatus()
 	}
@@ -95,8 +99,9 @@ type stmtInfo struct {
 	flushStatus  bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, and nothing else
 	// setGlobal: a SET that may assign a global (or persisted) variable,
 	// which needs SUPER or SYSTEM_VARIABLES_ADMIN
-	setGlobal bool
-	kill      bool // KILL [CONNECTION | QUERY] id
+	setGlobal  bool
+	kill       bool // KILL [CONNECTION | QUERY] id
+	showGrants bool // SHOW GRANTS ...
 }
 
 func inspect(q string) stmtInfo {
@@ -119,7 +124,7 @@ func inspect(q string) stmtInfo {
 	case "INSERT", "REPLACE":
 		return stmtInfo{kind: kindInsert}
 	case "SHOW":
-		return stmtInfo{kind: kindShow, nonPrimaryOK: true}
+		return stmtInfo{kind: kindShow, nonPrimaryOK: true, showGrants: lx.word() == "GRANTS"}
 	case "FLUSH":
 		w := lx.word()
 		if w == "LOCAL" || w == "NO_WRITE_TO_BINLOG" {
@@ -383,7 +388,7 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 	return h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
 		if info.flushStatus {
 			*called = true
-			return h.flushStatus(func(r *sqltypes.Result) error { return callback(r, false) })
+			return h.flushStatus(ctx, h.session(c), func(r *sqltypes.Result) error { return callback(r, false) })
 		}
 		if info.kill {
 			if done, err := h.killOwn(ctx, h.session(c), query); done {
@@ -393,6 +398,9 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 				}
 				return callback(&sqltypes.Result{}, false)
 			}
+		}
+		if info.showGrants {
+			defer h.ownGrants(ctx, h.session(c), query)()
 		}
 		track := h.tracker(c)
 		fc := &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {
@@ -418,7 +426,7 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 	err := h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
 		if info.flushStatus {
 			*called, rest = true, ""
-			return h.flushStatus(func(r *sqltypes.Result) error { return callback(r, false) })
+			return h.flushStatus(ctx, h.session(c), func(r *sqltypes.Result) error { return callback(r, false) })
 		}
 		var err error
 		track := h.tracker(c)

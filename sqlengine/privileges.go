@@ -13,7 +13,8 @@ import (
 
 // Privilege checks Certus makes itself: for the statements its fast path
 // runs without go-mysql-server, for SET GLOBAL, which go-mysql-server lets
-// any user run, and for KILL, which it allows only to SUPER.
+// any user run, and for KILL and SHOW GRANTS, which it allows only to
+// SUPER and to readers of the mysql database.
 
 // privileged reports whether the session's user holds what the statement
 // needs, as go-mysql-server's authorization checks it (global, database or
@@ -97,9 +98,24 @@ func (h *Handler) maySetGlobal(ctx context.Context, s *Session, query string) bo
 	if !global {
 		return true
 	}
-	sctx := sql.NewContext(ctx, sql.WithSession(s))
-	return h.users.UserHasPrivileges(sctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{}, sql.PrivilegeType_Super)) ||
-		h.users.UserHasPrivileges(sctx, sql.NewDynamicPrivilegedOperation("system_variables_admin"))
+	return h.holds(ctx, s, sql.PrivilegeType_Super) || h.holdsDynamic(ctx, s, "system_variables_admin")
+}
+
+// holds reports whether the session's user holds a global privilege
+// (always true without users, or without a session).
+func (h *Handler) holds(ctx context.Context, s *Session, p sql.PrivilegeType) bool {
+	if h.users == nil || s == nil {
+		return true
+	}
+	return h.users.UserHasPrivileges(sql.NewContext(ctx, sql.WithSession(s)), sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{}, p))
+}
+
+// holdsDynamic is holds for a dynamic privilege.
+func (h *Handler) holdsDynamic(ctx context.Context, s *Session, p string) bool {
+	if h.users == nil || s == nil {
+		return true
+	}
+	return h.users.UserHasPrivileges(sql.NewContext(ctx, sql.WithSession(s)), sql.NewDynamicPrivilegedOperation(p))
 }
 
 // killOwn runs KILL [CONNECTION | QUERY] id for a user without SUPER, which
@@ -119,8 +135,7 @@ func (h *Handler) killOwn(ctx context.Context, s *Session, query string) (done b
 	if !ok {
 		return false, nil
 	}
-	sctx := sql.NewContext(ctx, sql.WithSession(s))
-	if h.users.UserHasPrivileges(sctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{}, sql.PrivilegeType_Super)) {
+	if h.holds(ctx, s, sql.PrivilegeType_Super) {
 		return false, nil
 	}
 	v, ok := k.ConnID.(*sqlparser.SQLVal)
@@ -145,4 +160,35 @@ func (h *Handler) killOwn(ctx context.Context, s *Session, query string) (done b
 		conn.Close()
 	}
 	return true, nil
+}
+
+// ownGrants lets the session's user run query when it is SHOW GRANTS [FOR
+// CURRENT_USER]: MySQL shows every user its own grants, go-mysql-server
+// asks for SELECT on the mysql database. For this one statement the
+// session's cached privilege set also reads mysql; the returned function
+// puts the user's own set back. The statement still lists the grants
+// stored for the user, not the session's set.
+func (h *Handler) ownGrants(ctx context.Context, s *Session, query string) (restore func()) {
+	restore = func() {}
+	if h.users == nil || s == nil {
+		return restore
+	}
+	st, err := sqlparser.Parse(query)
+	if err != nil {
+		return restore
+	}
+	g, ok := st.(*sqlparser.ShowGrants)
+	if !ok || (g.For != nil && !g.CurrentUser) || len(g.Using) > 0 {
+		return restore
+	}
+	sctx := sql.NewContext(ctx, sql.WithSession(s))
+	own := h.users.UserActivePrivilegeSet(sctx) // caches own and its version in s
+	if own.Database("mysql").Has(sql.PrivilegeType_Select) || own.Has(sql.PrivilegeType_Select) {
+		return restore
+	}
+	cached, version := s.GetPrivilegeSet()
+	wider := own.Copy()
+	wider.AddDatabase("mysql", sql.PrivilegeType_Select)
+	s.SetPrivilegeSet(wider, version)
+	return func() { s.SetPrivilegeSet(cached, version) }
 }

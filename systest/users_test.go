@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,29 @@ func TestUsersReplicate(t *testing.T) {
 		mustExec(t, app3, q)
 	}
 	mustExec(t, c.Nodes[2].DB(""), "SET GLOBAL wsrep_sync_wait = 0")
+
+	// every user sees its own grants; FLUSH STATUS needs RELOAD
+	for _, q := range []string{"SHOW GRANTS", "SHOW GRANTS FOR CURRENT_USER", "SHOW GRANTS FOR CURRENT_USER()"} {
+		rows, err := app3.Query(q)
+		if err != nil {
+			t.Fatalf("%s as app: %v", q, err)
+		}
+		var all []string
+		for rows.Next() {
+			var g string
+			if err := rows.Scan(&g); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, g)
+		}
+		rows.Close()
+		if g := strings.Join(all, "; "); !strings.Contains(g, "GRANT SELECT, INSERT ON `app`.* TO `app`@`%`") {
+			t.Fatalf("%s as app: %q", q, g)
+		}
+	}
+	wantErr(t, tryExec(app3, "SHOW GRANTS FOR root@localhost"), 1044, "42000")
+	wantErr(t, tryExec(app3, "SELECT * FROM mysql.user"), 1044, "42000")
+	wantErr(t, tryExec(app3, "FLUSH STATUS"), 1227, "42000")
 
 	// KILL: a user's own connections (a JDBC query timeout sends KILL
 	// QUERY from a second connection), not another user's
