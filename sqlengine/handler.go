@@ -386,29 +386,12 @@ func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 // ComQuery implements mysql.Handler.
 func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
 	return h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
-		if info.flushStatus {
-			*called = true
-			return h.flushStatus(ctx, h.session(c), func(r *sqltypes.Result) error { return callback(r, false) })
-		}
-		if info.kill {
-			if done, err := h.killOwn(ctx, h.session(c), query); done {
-				*called = true
-				if err != nil {
-					return err
-				}
-				return callback(&sqltypes.Result{}, false)
-			}
-		}
 		if info.showGrants {
 			defer h.ownGrants(ctx, h.session(c), query)()
 		}
 		track := h.tracker(c)
-		fc := &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {
-			*called = true
-			track(r)
-			return callback(r, false)
-		}}
-		if handled, err := fc.try(ctx); handled {
+		fc, handled, err := h.answer(ctx, c, query, info, called, track, callback)
+		if handled {
 			return err
 		}
 		return h.inner.ComQuery(ctx, c, query, func(r *sqltypes.Result, more bool) error {
@@ -420,22 +403,17 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 	})
 }
 
-// ComMultiQuery implements mysql.Handler.
+// ComMultiQuery implements mysql.Handler. go-mysql-server runs the first
+// statement of query and returns the rest, which comes back here.
 func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
 	var rest string
 	err := h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
-		if info.flushStatus {
-			*called, rest = true, ""
-			return h.flushStatus(ctx, h.session(c), func(r *sqltypes.Result) error { return callback(r, false) })
+		if info.showGrants {
+			defer h.ownGrants(ctx, h.session(c), query)()
 		}
-		var err error
 		track := h.tracker(c)
-		fc := &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {
-			*called = true
-			track(r)
-			return callback(r, false)
-		}}
-		if handled, err := fc.try(ctx); handled {
+		fc, handled, err := h.answer(ctx, c, query, info, called, track, callback)
+		if handled {
 			rest = ""
 			return err
 		}
@@ -448,6 +426,35 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 		return err
 	})
 	return rest, err
+}
+
+// answer runs the text statements the handler answers itself (FLUSH
+// STATUS, KILL of a user's own connection, the fast path's shapes).
+// handled is false when go-mysql-server must run query; fc then learns
+// from its results. track adds the session-state GTID to a commit's OK.
+func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info stmtInfo, called *bool, track func(*sqltypes.Result), callback mysql.ResultSpoolFn) (fc *fastCall, handled bool, err error) {
+	out := func(r *sqltypes.Result) error {
+		*called = true
+		return callback(r, false)
+	}
+	if info.flushStatus {
+		return nil, true, h.flushStatus(ctx, h.session(c), out)
+	}
+	if info.kill {
+		if done, err := h.killOwn(ctx, h.session(c), query); done {
+			*called = true
+			if err != nil {
+				return nil, true, err
+			}
+			return nil, true, out(&sqltypes.Result{})
+		}
+	}
+	fc = &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {
+		track(r)
+		return out(r)
+	}}
+	handled, err = fc.try(ctx)
+	return fc, handled, err
 }
 
 // ComPrepare implements mysql.Handler. Drivers such as go-sql-driver/mysql

@@ -23,8 +23,8 @@ func TestUsersReplicate(t *testing.T) {
 	mustExec(t, root, "CREATE USER app IDENTIFIED BY 'pw1'")
 	mustExec(t, root, "GRANT SELECT, INSERT ON app.* TO app")
 
-	open := func(n *testcluster.Node, pw string) *sql.DB {
-		db, err := sql.Open("mysql", fmt.Sprintf("app:%s@tcp(%s)/app?timeout=5s", pw, n.SQLAddr))
+	open := func(n *testcluster.Node, pw string, params ...string) *sql.DB {
+		db, err := sql.Open("mysql", fmt.Sprintf("app:%s@tcp(%s)/app?timeout=5s%s", pw, n.SQLAddr, strings.Join(params, "")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,9 +83,15 @@ func TestUsersReplicate(t *testing.T) {
 	}
 	mustExec(t, c.Nodes[2].DB(""), "SET GLOBAL wsrep_sync_wait = 0")
 
-	// every user sees its own grants; FLUSH STATUS needs RELOAD
-	for _, q := range []string{"SHOW GRANTS", "SHOW GRANTS FOR CURRENT_USER", "SHOW GRANTS FOR CURRENT_USER()"} {
-		rows, err := app3.Query(q)
+	// every user sees its own grants; FLUSH STATUS needs RELOAD. The
+	// mysql CLI sends every statement as a multi-statement query.
+	app3m := open(c.Nodes[2], "pw1", "&multiStatements=true")
+	for _, q := range []string{"SHOW GRANTS", "SHOW GRANTS FOR CURRENT_USER", "SHOW GRANTS FOR CURRENT_USER()", "multi:SHOW GRANTS"} {
+		db := app3
+		if m, ok := strings.CutPrefix(q, "multi:"); ok {
+			db, q = app3m, m
+		}
+		rows, err := db.Query(q)
 		if err != nil {
 			t.Fatalf("%s as app: %v", q, err)
 		}
@@ -105,6 +111,7 @@ func TestUsersReplicate(t *testing.T) {
 	wantErr(t, tryExec(app3, "SHOW GRANTS FOR root@localhost"), 1044, "42000")
 	wantErr(t, tryExec(app3, "SELECT * FROM mysql.user"), 1044, "42000")
 	wantErr(t, tryExec(app3, "FLUSH STATUS"), 1227, "42000")
+	wantErr(t, tryExec(app3m, "SHOW GRANTS; SELECT * FROM mysql.user"), 1044, "42000")
 
 	// KILL: a user's own connections (a JDBC query timeout sends KILL
 	// QUERY from a second connection), not another user's
@@ -122,6 +129,7 @@ func TestUsersReplicate(t *testing.T) {
 	rootID := qInt(t, rootConn, "SELECT CONNECTION_ID()")
 	wantErr(t, tryExec(app3, fmt.Sprintf("KILL QUERY %d", rootID)), 1095, "HY000")
 	wantErr(t, tryExec(app3, "KILL 987654"), 1094, "HY000")
+	wantErr(t, tryExec(app3m, "KILL 987654"), 1094, "HY000")
 	mustExec(t, app3, fmt.Sprintf("KILL CONNECTION %d", id))
 	if err := sleeper.PingContext(context.Background()); err == nil {
 		t.Fatalf("the connection survived KILL CONNECTION")
