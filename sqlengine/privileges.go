@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/mysql_db"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
@@ -13,8 +14,9 @@ import (
 
 // Privilege checks Certus makes itself: for the statements its fast path
 // runs without go-mysql-server, for SET GLOBAL, which go-mysql-server lets
-// any user run, and for KILL and SHOW GRANTS, which it allows only to
-// SUPER and to readers of the mysql database.
+// any user run, for KILL and SHOW GRANTS, which it allows only to SUPER and
+// to readers of the mysql database, and for the process list, which it
+// shows whole to everyone.
 
 // privileged reports whether the session's user holds what the statement
 // needs, as go-mysql-server's authorization checks it (global, database or
@@ -191,4 +193,42 @@ func (h *Handler) ownGrants(ctx context.Context, s *Session, query string) (rest
 	wider.AddDatabase("mysql", sql.PrivilegeType_Select)
 	s.SetPrivilegeSet(wider, version)
 	return func() { s.SetPrivilegeSet(cached, version) }
+}
+
+// ownProcessesContext is go-mysql-server's context factory with each
+// session's process list narrowed as MySQL narrows it: a user without the
+// PROCESS privilege sees only its own connections and their statements in
+// information_schema.PROCESSLIST, not other users' SQL text.
+func ownProcessesContext(users *mysql_db.MySQLDb) sql.ContextFactory {
+	return func(ctx context.Context, opts ...sql.ContextOption) *sql.Context {
+		c := sql.NewContext(ctx, opts...)
+		if c.Session != nil && c.ProcessList != nil {
+			c.ProcessList = ownProcesses{ProcessList: c.ProcessList, users: users, session: c.Session}
+		}
+		return c
+	}
+}
+
+// ownProcesses is a process list as one session's user may read it.
+type ownProcesses struct {
+	sql.ProcessList
+	users   *mysql_db.MySQLDb
+	session sql.Session
+}
+
+// Processes implements sql.ProcessList.
+func (p ownProcesses) Processes() []sql.Process {
+	all := p.ProcessList.Processes()
+	ctx := sql.NewContext(context.Background(), sql.WithSession(p.session))
+	if p.users.UserHasPrivileges(ctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{}, sql.PrivilegeType_Process)) {
+		return all
+	}
+	user := p.session.Client().User
+	own := all[:0:0]
+	for _, proc := range all {
+		if proc.User == user {
+			own = append(own, proc)
+		}
+	}
+	return own
 }

@@ -136,7 +136,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		Version:        "8.0.31-Certus",
 		MaxConnections: cfg.MaxConnections,
 	}
-	srv, err := server.NewServerWithHandler(scfg, e, sql.NewContext, sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
+	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
 		h = NewHandler(inner, cfg.Cluster, cfg.Logger)
 		h.beforeStatement = s.refreshPrivileges
 		h.fast = newFastPath(db)

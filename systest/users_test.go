@@ -128,6 +128,13 @@ func TestUsersReplicate(t *testing.T) {
 	rootConn := conn(t, c.Nodes[2].DB(""))
 	rootID := qInt(t, rootConn, "SELECT CONNECTION_ID()")
 	wantErr(t, tryExec(app3, fmt.Sprintf("KILL QUERY %d", rootID)), 1095, "HY000")
+	// the process list shows app its own connections only; root all
+	if n := qInt(t, app3, "SELECT COUNT(*) FROM information_schema.processlist WHERE user <> 'app'"); n != 0 {
+		t.Fatalf("app sees %d connections of other users in the process list", n)
+	}
+	if n := qInt(t, rootConn, "SELECT COUNT(*) FROM information_schema.processlist WHERE user = 'app'"); n == 0 {
+		t.Fatalf("root does not see app's connections in the process list")
+	}
 	wantErr(t, tryExec(app3, "KILL 987654"), 1094, "HY000")
 	wantErr(t, tryExec(app3m, "KILL 987654"), 1094, "HY000")
 	mustExec(t, app3, fmt.Sprintf("KILL CONNECTION %d", id))
