@@ -385,6 +385,12 @@ func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 
 // ComQuery implements mysql.Handler.
 func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
+	query, skipped := versionComments(query)
+	if skipped && isEmptyQuery(query) {
+		// only comments MySQL would not execute: nothing to do, as
+		// MariaDB answers the first line of its dumps
+		return callback(&sqltypes.Result{}, false)
+	}
 	return h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
 		if info.showGrants {
 			defer h.ownGrants(ctx, h.session(c), query)()
@@ -406,6 +412,10 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 // ComMultiQuery implements mysql.Handler. go-mysql-server runs the first
 // statement of query and returns the rest, which comes back here.
 func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
+	query, skipped := versionComments(query)
+	if skipped && isEmptyQuery(query) {
+		return "", callback(&sqltypes.Result{}, false)
+	}
 	var rest string
 	err := h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
 		if info.showGrants {
@@ -463,6 +473,10 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 // Session.prepared); executing it needs no plan from the prepare.
 func (h *Handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) (fields []*querypb.Field, err error) {
 	defer h.recoverPanic(&err)
+	if q, skipped := versionComments(query); skipped {
+		// executions run the prepared text: keep the comments off there too
+		query, prepare.PrepareStmt = q, q
+	}
 	s := h.session(c)
 	var cat *storage.Catalog
 	if s != nil {

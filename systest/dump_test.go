@@ -1,0 +1,78 @@
+package systest
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os/exec"
+	"testing"
+)
+
+// TestDumpAndRestore dumps a database with the Debian mysqldump (MariaDB's
+// mariadb-dump) as an application user and restores it with the mysql
+// CLI, as a DBA moves data: the dump's MariaDB-only first line ("/*M!999999\-
+// enable the sandbox mode */") and its version comments must not stop the
+// restore, and the copy must equal the original.
+func TestDumpAndRestore(t *testing.T) {
+	dump, err := exec.LookPath("mysqldump")
+	if err != nil {
+		t.Skip("mysqldump not installed")
+	}
+	if _, err := exec.LookPath("mysql"); err != nil {
+		t.Skip("mysql CLI not installed")
+	}
+	n, db := startNode(t, "dump", "shop")
+	for _, q := range []string{
+		"CREATE TABLE items (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(50) NOT NULL, price DECIMAL(10,2), note TEXT, made DATETIME, KEY (name))",
+		"CREATE TABLE tags (item INT NOT NULL, tag VARCHAR(20) NOT NULL, PRIMARY KEY (item, tag), UNIQUE KEY t (tag, item))",
+		"INSERT INTO items (name, price, note, made) VALUES ('a', 1.50, 'it''s \"quoted\"', '2026-01-02 03:04:05'), ('b', NULL, NULL, NULL), ('ü', 2, 'line\\nbreak', '1999-12-31 23:59:59')",
+		"INSERT INTO tags VALUES (1, 'x'), (1, 'y'), (3, 'x')",
+		"CREATE USER dumper IDENTIFIED BY 'pw'",
+		"GRANT SELECT, LOCK TABLES, SHOW VIEW, TRIGGER, EVENT ON shop.* TO dumper",
+		"CREATE DATABASE shopcopy",
+	} {
+		mustExec(t, db, q)
+	}
+	host, port, _ := net.SplitHostPort(n.SQLAddr)
+	out, err := exec.Command(dump, "-h", host, "-P", port, "--protocol=tcp", "-u", "dumper", "-ppw",
+		"--single-transaction", "--routines", "--triggers", "shop").Output()
+	if err != nil {
+		t.Fatalf("mysqldump: %v\n%s", err, errOut(err))
+	}
+	restore := exec.Command("mysql", "-h", host, "-P", port, "--protocol=tcp", "-u", "root", "shopcopy")
+	restore.Stdin = bytes.NewReader(out)
+	if msg, err := restore.CombinedOutput(); err != nil {
+		t.Fatalf("restore: %v\n%s\nfirst lines of the dump:\n%.400s", err, msg, out)
+	}
+	for _, q := range []string{
+		"SELECT id, name, price, note, made FROM %s.items ORDER BY id",
+		"SELECT item, tag FROM %s.tags ORDER BY item, tag",
+	} {
+		want := qRows(t, db, q, "shop")
+		if got := qRows(t, db, q, "shopcopy"); got != want {
+			t.Fatalf("%s: restored %q, dumped %q", q, got, want)
+		}
+	}
+	// the restored table keeps its keys: a duplicate is still refused
+	wantErr(t, tryExec(db, "INSERT INTO shopcopy.tags VALUES (1, 'x')"), 1062, "23000")
+}
+
+// qRows renders every row of the query format names with database dbName.
+func qRows(t *testing.T, db *sql.DB, format, dbName string) string {
+	t.Helper()
+	q := fmt.Sprintf(format, dbName)
+	r, err := runStmt(context.Background(), conn(t, db), true, q)
+	if err != nil || r.Err != 0 {
+		t.Fatalf("%s: %v %v", q, err, r)
+	}
+	return fmt.Sprint(r.Rows)
+}
+
+func errOut(err error) []byte {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.Stderr
+	}
+	return nil
+}
