@@ -2,8 +2,8 @@ package sqlengine
 
 import "strings"
 
-// versionID is the MySQL version Certus reports (8.0.31), as executable
-// comments compare it.
+// versionID is the MySQL version Certus reports (8.0.31, the server
+// version string is made from it), as executable comments compare it.
 const versionID = 80031
 
 // versionComments turns the executable comments MySQL 8.0.31 would not

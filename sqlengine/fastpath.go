@@ -14,7 +14,6 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/expression/function/aggregation"
-	"github.com/dolthub/go-mysql-server/sql/mysql_db"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
@@ -38,8 +37,6 @@ import (
 
 // fastPath holds the recognised statements of a server.
 type fastPath struct {
-	db *mysql_db.MySQLDb
-
 	mu      sync.Mutex
 	entries map[string]*fastEntry // by database + text (prepared) or shape (text protocol)
 
@@ -101,8 +98,8 @@ type fastSet struct {
 // maxFastEntries bounds the cache of recognised statements.
 const maxFastEntries = 4096
 
-func newFastPath(db *mysql_db.MySQLDb) *fastPath {
-	return &fastPath{db: db, entries: map[string]*fastEntry{}}
+func newFastPath() *fastPath {
+	return &fastPath{entries: map[string]*fastEntry{}}
 }
 
 // errFallBack means the fast path does not take the statement.

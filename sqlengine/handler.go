@@ -309,7 +309,6 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	if info.setGlobal && s != nil && !h.maySetGlobal(ctx, s, query) {
 		return ErrSetGlobalDenied
 	}
-
 	if err := h.before(ctx, s, info); err != nil {
 		return ToSQLError(err)
 	}

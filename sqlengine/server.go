@@ -133,13 +133,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		Protocol:       "tcp",
 		Address:        cfg.Addr,
 		Listener:       trackListener{Listener: ln, accepted: s.refreshPrivileges},
-		Version:        "8.0.31-Certus",
+		Version:        fmt.Sprintf("%d.%d.%d-Certus", versionID/10000, versionID/100%100, versionID%100),
 		MaxConnections: cfg.MaxConnections,
 	}
 	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
 		h = NewHandler(inner, cfg.Cluster, cfg.Logger)
 		h.beforeStatement = s.refreshPrivileges
-		h.fast = newFastPath(db)
+		h.fast = newFastPath()
 		h.users = db
 		h.processes = e.ProcessList
 		return h, nil
