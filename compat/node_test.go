@@ -55,7 +55,7 @@ func startNode() (*node, error) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	n.mgr = txn.NewManager(txn.Config{Engine: eng, Replicator: repl, AutoIncrementStride: repl.AutoIncrementStride})
+	n.mgr = txn.NewManager(txn.Config{Engine: eng, Replicator: repl})
 	n.p = sqlengine.NewProvider(n.mgr)
 	return n, nil
 }

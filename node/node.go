@@ -217,8 +217,7 @@ func (n *Node) start() error {
 		n.tr.SetMembers(reply.Members)
 		n.log.Info("added to the cluster; catching up", "cluster_uuid", reply.ClusterUUID, "members", len(reply.Members))
 	}
-	n.Mgr = txn.NewManager(txn.Config{Engine: n.Eng, Replicator: n.Repl, AutoIncrementStride: n.Repl.AutoIncrementStride,
-		StreamBytes: cfg.StreamThreshold})
+	n.Mgr = txn.NewManager(txn.Config{Engine: n.Eng, Replicator: n.Repl, StreamBytes: cfg.StreamThreshold})
 	p := sqlengine.NewProvider(n.Mgr)
 	n.SQL, err = sqlengine.NewServer(sqlengine.ServerConfig{
 		Addr:         cfg.SQLAddr,
@@ -383,6 +382,11 @@ func (c clusterView) WaitApplied(ctx context.Context, seqno uint64) error {
 }
 func (c clusterView) ClusterUUID() string { return c.n.Repl.Status().ClusterUUID }
 func (c clusterView) Applied() uint64     { return c.n.Eng.Applied() }
+
+// AutoIncrementStride implements sqlengine.AutoIncrementStrider.
+func (c clusterView) AutoIncrementStride() (increment, offset uint64) {
+	return c.n.Repl.AutoIncrementStride()
+}
 
 // FlushStatus implements sqlengine.StatusFlusher.
 func (c clusterView) FlushStatus() { c.n.Repl.ResetAverages() }

@@ -126,6 +126,8 @@ type Core struct {
 	snapSent             map[uint64]snapSent // followers sent a snapshot (leader)
 	certPrunedTo         uint64              // certification records below it are deleted
 
+	stride atomic.Uint64 // AUTO_INCREMENT increment<<32 | offset, read at every statement
+
 	mu          sync.Mutex // guards the fields read by other goroutines
 	members     map[uint64]Member
 	clusterUUID string
@@ -134,7 +136,6 @@ type Core struct {
 	term        uint64
 	raftState   raft.StateType
 	commitIndex uint64
-	stride      uint64 // AUTO_INCREMENT increment<<32 | offset
 	certHorizon uint64
 	certKeys    int
 	// transferring is set while a state transfer is received.
@@ -939,17 +940,13 @@ func (c *Core) setStride(voters []uint64) {
 			inc, off = uint64(len(ids)), uint64(i+1)
 		}
 	}
-	c.mu.Lock()
-	c.stride = inc<<32 | off
-	c.mu.Unlock()
+	c.stride.Store(inc<<32 | off)
 }
 
 // AutoIncrementStride returns the AUTO_INCREMENT increment and this
 // node's offset.
 func (c *Core) AutoIncrementStride() (increment, offset uint64) {
-	c.mu.Lock()
-	v := c.stride
-	c.mu.Unlock()
+	v := c.stride.Load()
 	if v == 0 {
 		return 1, 1
 	}

@@ -1,14 +1,86 @@
 package sqlengine
 
 import (
+	"sync/atomic"
+
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
 	"github.com/certusdb/certus/txn"
 )
 
-// AUTO_INCREMENT. Values come from the node-wide allocator of txn.Manager
-// (interleaved across nodes like wsrep_auto_increment_control).
+// AUTO_INCREMENT. Values come from the node-wide allocator of txn.Manager,
+// spaced by the session's auto_increment_increment and
+// auto_increment_offset. With wsrep_auto_increment_control on (the
+// default), the handler sets those before every statement to the
+// cluster's spacing, as Galera does: on an N-node cluster, node k hands out
+// k, k+N, k+2N, ..., so inserts on different nodes never take the same
+// value, and the variables say so (Connector/J computes the keys of a
+// multi-row INSERT from them).
+
+// autoIncrementControl is wsrep_auto_increment_control, where every
+// statement reads it without a lock (system variables, and so this, are
+// process-wide in go-mysql-server).
+var autoIncrementControl atomic.Bool
+
+// autoIncrementGlobal is the stride last given to the global
+// auto_increment_increment and auto_increment_offset (0: none, or a SET
+// GLOBAL or a change of wsrep_auto_increment_control since).
+var autoIncrementGlobal atomic.Uint64
+
+// AutoIncrementStrider is implemented by a Cluster that spaces
+// AUTO_INCREMENT values across its nodes.
+type AutoIncrementStrider interface {
+	// AutoIncrementStride returns the cluster's increment (its number of
+	// data nodes) and this node's offset (its rank among them, from 1).
+	AutoIncrementStride() (increment, offset uint64)
+}
+
+// maxAutoIncrementStep is the largest auto_increment_increment and
+// auto_increment_offset.
+const maxAutoIncrementStep = 65535
+
+// syncAutoIncrement gives the session's auto_increment_increment and
+// auto_increment_offset (and once per change the global ones) the
+// cluster's stride when wsrep_auto_increment_control is on. It is called
+// before every statement; a session that ran a SET is checked again, as
+// Galera overrides the session's own values at its next command.
+func (h *Handler) syncAutoIncrement(s *Session) {
+	if h.stride == nil || s == nil || !autoIncrementControl.Load() {
+		return
+	}
+	inc, off := h.stride.AutoIncrementStride()
+	inc, off = min(inc, maxAutoIncrementStep), min(off, maxAutoIncrementStep)
+	v := inc<<32 | off
+	if s.autoIncStride == v {
+		return
+	}
+	if autoIncrementGlobal.Swap(v) != v {
+		ctx := sql.NewEmptyContext()
+		_ = sql.SystemVariables.SetGlobal(ctx, "auto_increment_increment", int64(inc))
+		_ = sql.SystemVariables.SetGlobal(ctx, "auto_increment_offset", int64(off))
+	}
+	// int64 values convert without the context
+	_ = s.SetSessionVariable(nil, "auto_increment_increment", int64(inc))
+	_ = s.SetSessionVariable(nil, "auto_increment_offset", int64(off))
+	s.autoIncStride = v
+}
+
+// autoIncrementStep is the session's auto_increment_increment and
+// auto_increment_offset.
+func autoIncrementStep(ctx *sql.Context, s sql.Session) (increment, offset uint64) {
+	get := func(name string) uint64 {
+		v, err := s.GetSessionVariable(ctx, name)
+		if err != nil {
+			return 1
+		}
+		if n, ok := asInt(v); ok && n > 0 {
+			return uint64(n)
+		}
+		return 1
+	}
+	return get("auto_increment_increment"), get("auto_increment_offset")
+}
 
 // GetNextAutoIncrementValue implements sql.AutoIncrementTable: insertVal
 // nil reserves the next value; an explicit value moves the counter past
@@ -16,7 +88,8 @@ import (
 // fails, and like MySQL the counter stays).
 func (t *Table) GetNextAutoIncrementValue(ctx *sql.Context, insertVal interface{}) (uint64, error) {
 	if insertVal == nil {
-		return t.p.mgr.NextAutoIncrement(t.def.ID, 0), nil
+		inc, off := autoIncrementStep(ctx, ctx.Session)
+		return t.p.mgr.NextAutoIncrement(t.def.ID, inc, off), nil
 	}
 	if typ, ok := t.autoIncrementType(); ok {
 		v, inRange, err := typ.Convert(ctx, insertVal)
@@ -29,7 +102,8 @@ func (t *Table) GetNextAutoIncrementValue(ctx *sql.Context, insertVal interface{
 	if explicit == 0 {
 		return 0, nil
 	}
-	return t.p.mgr.NextAutoIncrement(t.def.ID, explicit), nil
+	t.p.mgr.PassAutoIncrement(t.def.ID, explicit)
+	return explicit, nil
 }
 
 // autoIncrementArg is a positive AUTO_INCREMENT column value as uint64 (0

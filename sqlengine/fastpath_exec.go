@@ -408,9 +408,10 @@ func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 	generated := false
 	if autoOrd >= 0 {
 		typ := p.sch[autoOrd].Type
+		inc, off := autoIncrementStep(ctx, fc.s)
 		for i, row := range rows {
 			if row[autoOrd] == nil {
-				id := fc.s.p.mgr.NextAutoIncrement(p.def.ID, 0)
+				id := fc.s.p.mgr.NextAutoIncrement(p.def.ID, inc, off)
 				cv, inRange, err := typ.Convert(ctx, id)
 				if err != nil || inRange != sql.InRange {
 					return nil, errFallBack
@@ -421,7 +422,7 @@ func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 					fc.s.GetLastQueryInfo().LastInsertId.Store(int64(id))
 				}
 			} else if n, err := autoIncrementArg(ctx, row[autoOrd]); err == nil && n != 0 {
-				fc.s.p.mgr.NextAutoIncrement(p.def.ID, n)
+				fc.s.p.mgr.PassAutoIncrement(p.def.ID, n)
 			}
 			if i == 0 {
 				insertID = toUint64(row[autoOrd])

@@ -71,6 +71,9 @@ type Handler struct {
 	users *mysql_db.MySQLDb
 	// processes is go-mysql-server's process list (running statements).
 	processes sql.ProcessList
+	// stride spaces AUTO_INCREMENT values across the cluster (nil: a
+	// cluster that does not).
+	stride AutoIncrementStrider
 
 	mu       sync.Mutex
 	sessions map[uint32]*Session
@@ -100,6 +103,7 @@ type stmtInfo struct {
 	// setGlobal: a SET that may assign a global (or persisted) variable,
 	// which needs SUPER or SYSTEM_VARIABLES_ADMIN
 	setGlobal  bool
+	set        bool // SET ...
 	kill       bool // KILL [CONNECTION | QUERY] id
 	showGrants bool // SHOW GRANTS ...
 }
@@ -132,7 +136,7 @@ func inspect(q string) stmtInfo {
 		}
 		return stmtInfo{nonPrimaryOK: true, flushStatus: w == "STATUS" && lx.word() == ""}
 	case "SET":
-		info := stmtInfo{nonPrimaryOK: true}
+		info := stmtInfo{nonPrimaryOK: true, set: true}
 		for w := lx.word(); w != ""; w = lx.word() {
 			if w == "GLOBAL" || w == "PERSIST" || w == "PERSIST_ONLY" {
 				info.setGlobal = true
@@ -183,7 +187,9 @@ func NewHandler(inner mysql.Handler, cluster Cluster, log *slog.Logger) *Handler
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{inner: inner, cluster: cluster, log: log, sessions: map[uint32]*Session{}, conns: map[uint32]*mysql.Conn{}}
+	h := &Handler{inner: inner, cluster: cluster, log: log, sessions: map[uint32]*Session{}, conns: map[uint32]*mysql.Conn{}}
+	h.stride, _ = cluster.(AutoIncrementStrider)
+	return h
 }
 
 func (h *Handler) addSession(id uint32, s *Session) {
@@ -311,6 +317,15 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	}
 	if err := h.before(ctx, s, info); err != nil {
 		return ToSQLError(err)
+	}
+	h.syncAutoIncrement(s)
+	if s != nil && info.set { // it may change the AUTO_INCREMENT variables
+		defer func() {
+			s.autoIncStride = 0
+			if info.setGlobal {
+				autoIncrementGlobal.Store(0)
+			}
+		}()
 	}
 	if s != nil && info.ddl {
 		s.prepared = nil // a temporary table may now hide a table a statement named

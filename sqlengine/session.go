@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/server"
@@ -43,6 +44,9 @@ type Session struct {
 	// statement text.
 	modeQuery string
 	mode      txn.ReadMode
+	// autoIncStride is the cluster's AUTO_INCREMENT stride last given to
+	// the session's variables (0: none, or a SET ran since).
+	autoIncStride uint64
 	// prepared are the answers of earlier prepares of statements the fast
 	// path recognises, by text (see Handler.ComPrepare).
 	prepared map[string]preparedAnswer
@@ -72,6 +76,51 @@ func NewSession(p *Provider, base *sql.BaseSession) *Session {
 
 // LastCommittedSeqno is the seqno of the session's last write-set.
 func (s *Session) LastCommittedSeqno() uint64 { return s.lastSeqno }
+
+// GetSessionVariable implements sql.Session. A global-only variable has no
+// session value: @@name reads the global one, as in MySQL. (The base
+// session holds copies taken when it began, which a SET GLOBAL since has
+// not changed.)
+func (s *Session) GetSessionVariable(ctx *sql.Context, name string) (any, error) {
+	if isGlobalOnly(name) {
+		if _, v, ok := sql.SystemVariables.GetGlobal(name); ok {
+			return v, nil
+		}
+	}
+	return s.BaseSession.GetSessionVariable(ctx, name)
+}
+
+// GetAllSessionVariables implements sql.Session (SHOW VARIABLES), with the
+// global values of global-only variables.
+func (s *Session) GetAllSessionVariables() map[string]any {
+	m := s.BaseSession.GetAllSessionVariables()
+	for k := range m {
+		if isGlobalOnly(k) {
+			if _, v, ok := sql.SystemVariables.GetGlobal(k); ok {
+				m[k] = v
+			}
+		}
+	}
+	return m
+}
+
+// globalOnlyVars caches isGlobalOnly by name as asked.
+var globalOnlyVars sync.Map
+
+// isGlobalOnly reports whether name is a known system variable without
+// session scope.
+func isGlobalOnly(name string) bool {
+	if v, ok := globalOnlyVars.Load(name); ok {
+		return v.(bool)
+	}
+	sv, _, ok := sql.SystemVariables.GetGlobal(name)
+	if !ok {
+		return false // not cached: it may be registered later
+	}
+	g := sv.IsGlobalOnly()
+	globalOnlyVars.Store(name, g)
+	return g
+}
 
 func (s *Session) txnOptions(ctx *sql.Context, chr sql.TransactionCharacteristic) txn.Options {
 	opts := txn.Options{ReadOnly: chr == sql.ReadOnly}

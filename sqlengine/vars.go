@@ -130,6 +130,8 @@ func RegisterSystemVariables(info NodeInfo) {
 		return &sql.MysqlSystemVariable{Name: name, Scope: scope, Dynamic: true, Type: types.NewSystemIntType(name, lo, hi, false), Default: def}
 	}
 	sql.SystemVariables.AddSystemVariables(applierThreads(info))
+	autoIncrementControl.Store(true)
+	autoIncrementGlobal.Store(0)
 	sql.SystemVariables.AddSystemVariables([]sql.SystemVariable{
 		boolean("wsrep_on", 1, both),
 		str("wsrep_node_name", info.NodeName, global, false),
@@ -145,7 +147,13 @@ func RegisterSystemVariables(info NodeInfo) {
 		&sql.MysqlSystemVariable{Name: "wsrep_trx_fragment_unit", Scope: both, Dynamic: true,
 			Type: types.NewSystemEnumType("wsrep_trx_fragment_unit", "bytes", "rows", "statements"), Default: "bytes"},
 		integer("wsrep_trx_fragment_size", 0, 2147483647, 0, both),
-		boolean("wsrep_auto_increment_control", 1, global),
+		&sql.MysqlSystemVariable{Name: "wsrep_auto_increment_control", Scope: global, Dynamic: true,
+			Type: types.NewSystemBoolType("wsrep_auto_increment_control"), Default: int8(1),
+			NotifyChanged: func(_ *sql.Context, _ sql.SystemVariableScope, v sql.SystemVarValue) error {
+				autoIncrementControl.Store(truthy(v.Val))
+				autoIncrementGlobal.Store(0)
+				return nil
+			}},
 		boolean("wsrep_dirty_reads", 0, both),
 		boolean("wsrep_desync", 0, global),
 		boolean("wsrep_log_conflicts", 0, global),

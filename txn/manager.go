@@ -67,10 +67,6 @@ type Config struct {
 	Engine *storage.Engine
 	// Replicator orders write-sets.
 	Replicator Replicator
-	// AutoIncrementStride returns the cluster's AUTO_INCREMENT increment
-	// and this node's offset (1, 1 on a single node), like Galera's
-	// wsrep_auto_increment_control.
-	AutoIncrementStride func() (increment, offset uint64)
 	// StreamBytes is the size of a transaction's buffered changes from
 	// which it streams (see stream.go) even when its session did not ask
 	// for it; 0 never.
@@ -144,9 +140,6 @@ func (m *Manager) ReportWatermark(ctx context.Context) error {
 
 // NewManager returns a Manager.
 func NewManager(cfg Config) *Manager {
-	if cfg.AutoIncrementStride == nil {
-		cfg.AutoIncrementStride = func() (uint64, uint64) { return 1, 1 }
-	}
 	m := &Manager{cfg: cfg, eng: cfg.Engine, locks: NewLocks(), active: map[uint64]*Txn{}, auto: map[uint64]uint64{}}
 	m.nextID.Store(uint64(time.Now().UnixNano()) & 0xffff_ffff)
 	return m
@@ -230,29 +223,35 @@ func (m *Manager) Active() int {
 	return len(m.active)
 }
 
-// NextAutoIncrement reserves the next AUTO_INCREMENT value of a table. When
-// explicit is non-zero the caller inserts that value: the counter moves past
-// it and explicit is returned.
-func (m *Manager) NextAutoIncrement(tableID, explicit uint64) uint64 {
+// NextAutoIncrement reserves the next AUTO_INCREMENT value of a table, in
+// the series offset, offset+increment, offset+2×increment, ... (a
+// session's auto_increment_offset and auto_increment_increment; as in
+// InnoDB, an offset above the increment is ignored).
+func (m *Manager) NextAutoIncrement(tableID, increment, offset uint64) uint64 {
 	m.autoMu.Lock()
 	defer m.autoMu.Unlock()
 	next := max(m.auto[tableID], m.eng.AutoIncrement(tableID))
-	if explicit != 0 {
-		if explicit >= next {
-			m.auto[tableID] = after(explicit)
+	if increment > 1 {
+		if offset > increment {
+			offset = 0
 		}
-		return explicit
-	}
-	inc, off := m.cfg.AutoIncrementStride()
-	if inc > 1 {
-		// smallest v ≥ next with v ≡ off (mod inc)
-		r := (next + inc - off%inc) % inc
-		if r != 0 {
-			next += inc - r
+		// smallest v ≥ next with v ≡ offset (mod increment)
+		if r := (next + increment - offset%increment) % increment; r != 0 {
+			next += increment - r
 		}
 	}
 	m.auto[tableID] = after(next)
 	return next
+}
+
+// PassAutoIncrement notes a value inserted explicitly into a table's
+// AUTO_INCREMENT column: later reservations come after it.
+func (m *Manager) PassAutoIncrement(tableID, v uint64) {
+	m.autoMu.Lock()
+	defer m.autoMu.Unlock()
+	if v >= max(m.auto[tableID], m.eng.AutoIncrement(tableID)) {
+		m.auto[tableID] = after(v)
+	}
 }
 
 // after is the value after v; the largest value has none, so the counter
