@@ -106,6 +106,8 @@ type stmtInfo struct {
 	set        bool // SET ...
 	kill       bool // KILL [CONNECTION | QUERY] id
 	showGrants bool // SHOW GRANTS ...
+	// processList: SHOW [FULL] PROCESSLIST (and nothing else)
+	processList bool
 }
 
 func inspect(q string) stmtInfo {
@@ -128,7 +130,14 @@ func inspect(q string) stmtInfo {
 	case "INSERT", "REPLACE":
 		return stmtInfo{kind: kindInsert}
 	case "SHOW":
-		return stmtInfo{kind: kindShow, nonPrimaryOK: true, showGrants: lx.word() == "GRANTS"}
+		info := stmtInfo{kind: kindShow, nonPrimaryOK: true}
+		switch w := lx.word(); {
+		case w == "GRANTS":
+			info.showGrants = true
+		case w == "PROCESSLIST", w == "FULL" && lx.word() == "PROCESSLIST":
+			info.processList = lx.word() == ""
+		}
+		return info
 	case "FLUSH":
 		w := lx.word()
 		if w == "LOCAL" || w == "NO_WRITE_TO_BINLOG" {
@@ -409,6 +418,9 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 		if info.showGrants {
 			defer h.ownGrants(ctx, h.session(c), query)()
 		}
+		if info.processList {
+			query = h.ownProcessList(ctx, h.session(c), query)
+		}
 		track := h.tracker(c)
 		fc, handled, err := h.answer(ctx, c, query, info, called, track, callback)
 		if handled {
@@ -434,6 +446,11 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 	err := h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
 		if info.showGrants {
 			defer h.ownGrants(ctx, h.session(c), query)()
+		}
+		if first, rest, err := sqlparser.SplitStatement(query); info.processList && err == nil {
+			if q := h.ownProcessList(ctx, h.session(c), first); q != first {
+				query = q + ";" + rest
+			}
 		}
 		track := h.tracker(c)
 		fc, handled, err := h.answer(ctx, c, query, info, called, track, callback)

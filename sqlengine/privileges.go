@@ -3,6 +3,7 @@ package sqlengine
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/mysql_db"
@@ -196,6 +197,24 @@ func (h *Handler) ownGrants(ctx context.Context, s *Session, query string) (rest
 	wider.AddDatabase("mysql", sql.PrivilegeType_Select)
 	s.SetPrivilegeSet(wider, version)
 	return func() { s.SetPrivilegeSet(cached, version) }
+}
+
+// ownProcessList returns query, SHOW [FULL] PROCESSLIST, for a user with
+// the PROCESS privilege, and the same question put to
+// information_schema.PROCESSLIST (which ownProcessesContext narrows to the
+// user's own connections) for a user without it: go-mysql-server refuses
+// the statement, MySQL answers it with the user's own threads.
+func (h *Handler) ownProcessList(ctx context.Context, s *Session, query string) string {
+	if h.users == nil || s == nil || h.holds(ctx, s, sql.PrivilegeType_Process) {
+		return query
+	}
+	// the statement itself shows as the client sent it, not as rewritten
+	info := "IF(ID = CONNECTION_ID(), 'SHOW FULL PROCESSLIST', INFO)"
+	if !strings.Contains(strings.ToUpper(query), "FULL") {
+		info = "IF(ID = CONNECTION_ID(), 'SHOW PROCESSLIST', LEFT(INFO, 100))" // as MySQL, without FULL
+	}
+	return "SELECT ID AS Id, USER AS User, HOST AS Host, DB AS db, COMMAND AS Command, TIME AS Time, " +
+		"IF(ID = CONNECTION_ID(), 'starting', STATE) AS State, " + info + " AS Info FROM information_schema.PROCESSLIST ORDER BY ID"
 }
 
 // ownProcessesContext is go-mysql-server's context factory with each

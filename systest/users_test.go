@@ -135,6 +135,25 @@ func TestUsersReplicate(t *testing.T) {
 	if n := qInt(t, rootConn, "SELECT COUNT(*) FROM information_schema.processlist WHERE user = 'app'"); n == 0 {
 		t.Fatalf("root does not see app's connections in the process list")
 	}
+	// and so does SHOW [FULL] PROCESSLIST, which needs no privilege
+	for _, db := range []*sql.DB{app3, app3m} {
+		for _, q := range []string{"SHOW PROCESSLIST", "SHOW FULL PROCESSLIST"} {
+			r, err := runStmt(context.Background(), conn(t, db), true, q)
+			if err != nil || r.Err != 0 || len(r.Cols) != 8 || !strings.HasPrefix(r.Cols[0], "Id:") || !strings.HasPrefix(r.Cols[7], "Info:") {
+				t.Fatalf("%s as app: %v, %+v", q, err, r)
+			}
+			mine := false
+			for _, r := range r.Rows {
+				if r[1] != "'app'" { // runStmt quotes values
+					t.Fatalf("%s as app shows a connection of %s", q, r[1])
+				}
+				mine = mine || r[7] == "'"+q+"'"
+			}
+			if !mine {
+				t.Fatalf("%s as app does not show itself: %v", q, r.Rows)
+			}
+		}
+	}
 	wantErr(t, tryExec(app3, "KILL 987654"), 1094, "HY000")
 	wantErr(t, tryExec(app3m, "KILL 987654"), 1094, "HY000")
 	mustExec(t, app3, fmt.Sprintf("KILL CONNECTION %d", id))
