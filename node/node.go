@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/certusdb/certus/flowcontrol"
@@ -93,6 +94,10 @@ type Node struct {
 
 	started time.Time
 	wg      sync.WaitGroup
+
+	// desync and rejecting are wsrep_desync and wsrep_reject_queries
+	// (other than NONE): an operator took the node out of service.
+	desync, rejecting atomic.Bool
 
 	optMu sync.Mutex
 	opts  providerOptions
@@ -229,6 +234,7 @@ func (n *Node) start() error {
 			ClusterAddress:  "certus://" + strings.Join(cfg.Join, ","),
 			ProviderOptions: n.opts.String(), SetProviderOptions: n.setProviderOptions,
 			ApplierThreads: cfg.ApplierThreads, SetApplierThreads: n.Repl.SetApplierThreads,
+			SetMaintenance: n.setMaintenance,
 		},
 		Status: n.WsrepStatus,
 		Logger: n.log,
@@ -390,6 +396,20 @@ func (c clusterView) AutoIncrementStride() (increment, offset uint64) {
 
 // FlushStatus implements sqlengine.StatusFlusher.
 func (c clusterView) FlushStatus() { c.n.Repl.ResetAverages() }
+
+// setMaintenance learns SET GLOBAL wsrep_desync and wsrep_reject_queries.
+// A desynced node reports Donor/Desynced, asks no flow control of the
+// others and fails /health; one that rejects queries fails /health, so
+// HAProxy and certus proxy send it nothing while it is serviced.
+func (n *Node) setMaintenance(desync, reject bool) {
+	if n.desync.Swap(desync) != desync {
+		n.Repl.SetDesync(desync)
+		n.log.Info("wsrep_desync changed", "desync", desync)
+	}
+	if n.rejecting.Swap(reject) != reject {
+		n.log.Info("wsrep_reject_queries changed", "rejecting", reject)
+	}
+}
 
 // setProviderOptions applies SET GLOBAL wsrep_provider_options.
 func (n *Node) setProviderOptions(s string) (string, error) {

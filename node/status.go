@@ -34,6 +34,8 @@ func (n *Node) LocalState() (int, string) {
 		state = StateJoined
 	case st.Committed > st.Applied+syncedLag || !n.Repl.Recovered():
 		state = StateJoined
+	case n.desync.Load():
+		state = StateDonor // as Galera shows wsrep_desync = ON
 	}
 	return state, stateNames[state]
 }
@@ -47,11 +49,12 @@ func isMember(ids []uint64, id uint64) bool {
 	return false
 }
 
-// Healthy reports whether the node is Synced and in the primary component,
-// the condition for /health to answer 200.
+// Healthy reports whether the node is Synced, in the primary component
+// and not rejecting queries (wsrep_reject_queries), the condition for
+// /health to answer 200.
 func (n *Node) Healthy() bool {
 	state, _ := n.LocalState()
-	return state == StateSynced && n.Repl.Primary()
+	return state == StateSynced && n.Repl.Primary() && !n.rejecting.Load()
 }
 
 func trueFalse(b bool) string {
@@ -89,6 +92,7 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 	}
 	fc := n.Repl.FlowStatus()
 	return map[string]interface{}{
+		"Uptime":                       uint64(time.Since(n.started).Seconds()),
 		"wsrep_ready":                  onOff(st.Primary && state == StateSynced),
 		"wsrep_connected":              onOff(st.Leader != 0 || len(st.Voters) > 0),
 		"wsrep_cluster_status":         clusterStatus,

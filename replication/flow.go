@@ -47,7 +47,8 @@ func (w *writers) count(now time.Time) int {
 // flowLoop observes the receive queue every flowInterval and sends this
 // node's flow control report to the other data members when there is one
 // to send. A node that is not synced (joining, recovering, receiving a
-// state transfer) asks nothing: catching up is its own business.
+// state transfer) asks nothing: catching up is its own business. Nor does
+// a node an operator desynced (wsrep_desync), as in Galera.
 func (n *Node) flowLoop() {
 	defer close(n.flowDone)
 	t := time.NewTicker(flowInterval)
@@ -61,7 +62,7 @@ func (n *Node) flowLoop() {
 		now := time.Now()
 		applied := n.eng.Applied()
 		committed := n.core.Committed()
-		if !n.Recovered() || n.core.Transferring() {
+		if !n.Recovered() || n.core.Transferring() || n.desync.Load() {
 			committed = applied
 		}
 		r, send := n.flow.Observe(now, committed, applied, n.writers.count(now))
@@ -76,6 +77,10 @@ func (n *Node) flowLoop() {
 		}
 	}
 }
+
+// SetDesync sets wsrep_desync: a desynced node may fall behind without
+// asking the cluster to slow down (it stops asking at once).
+func (n *Node) SetDesync(on bool) { n.desync.Store(on) }
 
 // receiveFlow takes a flow control report from member from.
 func (n *Node) receiveFlow(from uint64, data []byte) error {

@@ -208,6 +208,7 @@ type Node struct {
 	writers writers
 
 	applyDelay atomic.Int64 // fault injection: extra apply time per entry (ns)
+	desync     atomic.Bool  // wsrep_desync: ask no flow control of the others
 
 	mu      sync.Mutex
 	waiters map[writeset.ID]*waiter

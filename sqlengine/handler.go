@@ -224,6 +224,9 @@ func (h *Handler) recoverPanic(err *error) {
 
 // before runs the checks that precede a statement.
 func (h *Handler) before(ctx context.Context, s *Session, info stmtInfo) error {
+	if !info.nonPrimaryOK && rejectQueries.Load() {
+		return ErrNotPrimary // wsrep_reject_queries: the node is in maintenance
+	}
 	if h.cluster == nil {
 		return nil
 	}
@@ -336,6 +339,13 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 			}
 		}()
 	}
+	if info.setGlobal {
+		defer func() {
+			if killClients.CompareAndSwap(true, false) {
+				h.closeClients() // wsrep_reject_queries = ALL_KILL
+			}
+		}()
+	}
 	if s != nil && info.ddl {
 		s.prepared = nil // a temporary table may now hide a table a statement named
 	}
@@ -371,6 +381,25 @@ func maxPacket(s *Session) uint64 {
 		return u
 	}
 	return 1 << 30
+}
+
+// closeClients ends every client connection, the current one included, as
+// wsrep_reject_queries = ALL_KILL does: running statements are killed and
+// the sockets closed.
+func (h *Handler) closeClients() {
+	h.mu.Lock()
+	conns := make(map[uint32]*mysql.Conn, len(h.conns))
+	for id, c := range h.conns {
+		conns[id] = c
+	}
+	h.mu.Unlock()
+	for id, c := range conns {
+		if h.processes != nil {
+			h.processes.Kill(id)
+		}
+		c.Close()
+	}
+	h.log.Info("wsrep_reject_queries = ALL_KILL: closed the client connections", "connections", len(conns))
 }
 
 // NewConnection implements mysql.Handler.
@@ -409,6 +438,7 @@ func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 // ComQuery implements mysql.Handler.
 func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
 	query, skipped := versionComments(query)
+	query = setKeywordValues(query)
 	if skipped && isEmptyQuery(query) {
 		// only comments MySQL would not execute: nothing to do, as
 		// MariaDB answers the first line of its dumps
@@ -439,6 +469,7 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 // statement of query and returns the rest, which comes back here.
 func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
 	query, skipped := versionComments(query)
+	query = setKeywordValues(query)
 	if skipped && isEmptyQuery(query) {
 		return "", callback(&sqltypes.Result{}, false)
 	}

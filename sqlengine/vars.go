@@ -1,6 +1,7 @@
 package sqlengine
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -28,6 +29,10 @@ type NodeInfo struct {
 	// alias wsrep_slave_threads). Nil: the variable is read-only.
 	ApplierThreads    int
 	SetApplierThreads func(n int)
+	// SetMaintenance learns SET GLOBAL wsrep_desync and
+	// wsrep_reject_queries: desync, and whether client queries are
+	// rejected (ALL or ALL_KILL). Nil: nothing to tell.
+	SetMaintenance func(desync, reject bool)
 }
 
 // errBadProviderOptions is MariaDB's answer to a wsrep_provider_options
@@ -132,6 +137,8 @@ func RegisterSystemVariables(info NodeInfo) {
 	sql.SystemVariables.AddSystemVariables(applierThreads(info))
 	autoIncrementControl.Store(true)
 	autoIncrementGlobal.Store(0)
+	rejectQueries.Store(false)
+	desync.Store(false)
 	sql.SystemVariables.AddSystemVariables([]sql.SystemVariable{
 		boolean("wsrep_on", 1, both),
 		str("wsrep_node_name", info.NodeName, global, false),
@@ -155,7 +162,12 @@ func RegisterSystemVariables(info NodeInfo) {
 				return nil
 			}},
 		boolean("wsrep_dirty_reads", 0, both),
-		boolean("wsrep_desync", 0, global),
+		maintenanceVar(info, &sql.MysqlSystemVariable{Name: "wsrep_desync", Scope: global, Dynamic: true,
+			Type: types.NewSystemBoolType("wsrep_desync"), Default: int8(0)}),
+		maintenanceVar(info, &sql.MysqlSystemVariable{Name: "wsrep_reject_queries", Scope: global, Dynamic: true,
+			Type: types.NewSystemEnumType("wsrep_reject_queries", "NONE", "ALL", "ALL_KILL"), Default: "NONE"}),
+		// a donor never blocks here, so it never rejects queries either
+		boolean("wsrep_sst_donor_rejects_queries", 0, global),
 		boolean("wsrep_log_conflicts", 0, global),
 		integer("wsrep_max_ws_size", 1024, 2147483647, 2147483647, global),
 		integer("wsrep_max_ws_rows", 0, 1048576, 0, both),
@@ -170,7 +182,33 @@ func RegisterSystemVariables(info NodeInfo) {
 		integer("innodb_lock_wait_timeout", 1, 1073741824, 50, both),
 		integer("innodb_autoinc_lock_mode", 0, 2, 2, global),
 		str("default_storage_engine", "InnoDB", both, true),
+		str("version_comment", "Certus", global, false), // go-mysql-server says "Dolt"
 	})
+}
+
+// rejectQueries is wsrep_reject_queries other than NONE, desync is
+// wsrep_desync, and killClients is set by wsrep_reject_queries = ALL_KILL
+// until the handler has closed the client connections (process-wide, like
+// the variables).
+var rejectQueries, desync, killClients atomic.Bool
+
+// maintenanceVar is wsrep_desync or wsrep_reject_queries: a change is
+// recorded for the handler and told to the node.
+func maintenanceVar(info NodeInfo, v *sql.MysqlSystemVariable) *sql.MysqlSystemVariable {
+	v.NotifyChanged = func(_ *sql.Context, _ sql.SystemVariableScope, val sql.SystemVarValue) error {
+		if v.Name == "wsrep_desync" {
+			desync.Store(truthy(val.Val))
+		} else {
+			mode := strings.ToUpper(fmt.Sprint(val.Val))
+			rejectQueries.Store(mode != "NONE")
+			killClients.Store(mode == "ALL_KILL")
+		}
+		if info.SetMaintenance != nil {
+			info.SetMaintenance(desync.Load(), rejectQueries.Load())
+		}
+		return nil
+	}
+	return v
 }
 
 func providerOptions(info NodeInfo) sql.SystemVariable {
@@ -211,10 +249,11 @@ func (r *statusRegistry) NewGlobalMap() map[string]sql.StatusVarValue {
 }
 
 func (r *statusRegistry) GetGlobal(name string) (sql.StatusVariable, interface{}, bool) {
-	if lower := strings.ToLower(name); strings.HasPrefix(lower, "wsrep_") || strings.HasPrefix(lower, "certus_") {
-		vals := r.values()
-		if v, ok := vals[strings.ToLower(name)]; ok {
-			return &sql.MySQLStatusVariable{Name: name, Scope: sql.StatusVariableScope_Global, Type: types.Text}, v, true
+	if lower := strings.ToLower(name); strings.HasPrefix(lower, "wsrep_") || strings.HasPrefix(lower, "certus_") || lower == "uptime" {
+		for k, v := range r.values() {
+			if strings.EqualFold(k, name) {
+				return &sql.MySQLStatusVariable{Name: k, Scope: sql.StatusVariableScope_Global, Type: types.Text}, v, true
+			}
 		}
 	}
 	return r.StatusVariableRegistry.GetGlobal(name)
