@@ -22,7 +22,8 @@ import (
 // Provider is the sql.DatabaseProvider over a node's catalog. What a
 // session sees is the catalog of its transaction.
 type Provider struct {
-	mgr *txn.Manager
+	mgr  *txn.Manager
+	perf *perfSchema // performance_schema: status and variables as tables
 
 	estimates sync.Map // table id -> rowEstimate
 }
@@ -56,7 +57,7 @@ var _ sql.MutableDatabaseProvider = (*Provider)(nil)
 var _ sql.CollatedDatabaseProvider = (*Provider)(nil)
 
 // NewProvider returns a provider over the manager's engine.
-func NewProvider(mgr *txn.Manager) *Provider { return &Provider{mgr: mgr} }
+func NewProvider(mgr *txn.Manager) *Provider { return &Provider{mgr: mgr, perf: newPerfSchema()} }
 
 // Manager is the transaction manager.
 func (p *Provider) Manager() *txn.Manager { return p.mgr }
@@ -84,6 +85,9 @@ func (p *Provider) catalog(ctx *sql.Context) *storage.Catalog {
 
 // Database implements sql.DatabaseProvider.
 func (p *Provider) Database(ctx *sql.Context, name string) (sql.Database, error) {
+	if strings.EqualFold(name, perfSchemaName) {
+		return p.perf, nil
+	}
 	d, ok := p.catalog(ctx).Database(name)
 	if !ok {
 		return nil, sql.ErrDatabaseNotFound.New(name)
@@ -93,16 +97,23 @@ func (p *Provider) Database(ctx *sql.Context, name string) (sql.Database, error)
 
 // HasDatabase implements sql.DatabaseProvider.
 func (p *Provider) HasDatabase(ctx *sql.Context, name string) bool {
+	if strings.EqualFold(name, perfSchemaName) {
+		return true
+	}
 	_, ok := p.catalog(ctx).Database(name)
 	return ok
 }
 
 // AllDatabases implements sql.DatabaseProvider.
 func (p *Provider) AllDatabases(ctx *sql.Context) []sql.Database {
+	// performance_schema is not listed: it holds no routines, triggers or
+	// events that go-mysql-server's listings could ask it for
 	dbs := p.catalog(ctx).Databases()
-	out := make([]sql.Database, len(dbs))
-	for i, d := range dbs {
-		out[i] = &Database{p: p, name: d.Name}
+	out := make([]sql.Database, 0, len(dbs))
+	for _, d := range dbs {
+		if !strings.EqualFold(d.Name, perfSchemaName) {
+			out = append(out, &Database{p: p, name: d.Name})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Name()) < strings.ToLower(out[j].Name()) })
 	return out
@@ -118,6 +129,9 @@ func (p *Provider) CreateCollatedDatabase(ctx *sql.Context, name string, collati
 	t := p.txnFor(ctx)
 	if len(name) > maxIdentifier {
 		return sql.ErrIdentifierIsTooLong.New(name)
+	}
+	if strings.EqualFold(name, perfSchemaName) {
+		return sql.ErrDatabaseExists.New(name)
 	}
 	if err := p.lockDatabase(ctx, t, name); err != nil {
 		return err
@@ -137,6 +151,9 @@ func (p *Provider) CreateCollatedDatabase(ctx *sql.Context, name string, collati
 
 // DropDatabase implements sql.MutableDatabaseProvider.
 func (p *Provider) DropDatabase(ctx *sql.Context, name string) error {
+	if strings.EqualFold(name, perfSchemaName) {
+		return errSystemDatabase(ctx, name)
+	}
 	t := p.txnFor(ctx)
 	if err := p.lockDatabase(ctx, t, name); err != nil {
 		return err

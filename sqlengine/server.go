@@ -66,6 +66,7 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 	}
 	a := analyzer.NewBuilder(p).RemoveOnceAfterRule(ruleID("replaceAgg")).Build()
 	e := sqle.New(a, &sqle.Config{VersionPostfix: "Certus"})
+	a.Catalog.InfoSchema = withVarTables(a.Catalog.InfoSchema)
 	if cluster != nil {
 		a.Catalog.RegisterFunction(sql.NewEmptyContext(), functions(cluster, p.mgr.Engine())...)
 	}

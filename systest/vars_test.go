@@ -91,6 +91,42 @@ func TestWsrepVariablesAndHTTP(t *testing.T) {
 		}
 	})
 
+	// the same values as tables, as monitoring tools read them:
+	// performance_schema (MySQL 8) and information_schema (MariaDB)
+	t.Run("StatusAndVariableTables", func(t *testing.T) {
+		c := conn(t, db)
+		for _, tc := range []struct{ q, want string }{
+			{"SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = 'wsrep_local_state_comment'", "Synced"},
+			{"SELECT VARIABLE_VALUE FROM performance_schema.session_status WHERE VARIABLE_NAME = 'wsrep_cluster_status'", "Primary"},
+			{"SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'wsrep_local_state'", "4"},
+			{"SELECT VARIABLE_NAME FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'wsrep_ready'", "WSREP_READY"},
+			{"SELECT VARIABLE_VALUE FROM performance_schema.global_variables WHERE VARIABLE_NAME = 'wsrep_on'", "ON"},
+			{"SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = 'WSREP_NODE_NAME'", n.Name},
+		} {
+			if got := qStr(t, c, tc.q); got != tc.want {
+				t.Errorf("%s: %q, want %q", tc.q, got, tc.want)
+			}
+		}
+		xexec(t, c, "SET SESSION wsrep_sync_wait = 3")
+		if got := qStr(t, c, "SELECT VARIABLE_VALUE FROM performance_schema.session_variables WHERE VARIABLE_NAME = 'wsrep_sync_wait'"); got != "3" {
+			t.Errorf("session_variables shows wsrep_sync_wait %q after SET SESSION 3", got)
+		}
+		if got := qStr(t, c, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = 'wsrep_sync_wait'"); got != "0" {
+			t.Errorf("GLOBAL_VARIABLES shows wsrep_sync_wait %q, want the global 0", got)
+		}
+		// a global-only variable reads its global value in every session
+		xexec(t, c, "SET GLOBAL max_connections = 321")
+		defer xexec(t, c, "SET GLOBAL max_connections = DEFAULT")
+		if got := qInt(t, c, "SELECT @@max_connections"); got != 321 {
+			t.Errorf("@@max_connections = %d after SET GLOBAL 321", got)
+		}
+		if got := qStr(t, c, "SELECT VARIABLE_VALUE FROM performance_schema.session_variables WHERE VARIABLE_NAME = 'max_connections'"); got != "321" {
+			t.Errorf("session_variables shows max_connections %q after SET GLOBAL 321", got)
+		}
+		wantErr(t, tryExec(c, "DROP DATABASE performance_schema"), 1044, "42000")
+		wantErr(t, tryExec(c, "CREATE DATABASE performance_schema"), 1007, "HY000")
+	})
+
 	t.Run("SyncWaitSelect", func(t *testing.T) {
 		c := conn(t, db)
 		xexec(t, c, "SET SESSION wsrep_sync_wait = 1")
