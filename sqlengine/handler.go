@@ -108,6 +108,7 @@ type stmtInfo struct {
 	showGrants bool // SHOW GRANTS ...
 	// processList: SHOW [FULL] PROCESSLIST (and nothing else)
 	processList bool
+	checksum    bool // CHECKSUM TABLE ...
 }
 
 func inspect(q string) stmtInfo {
@@ -154,6 +155,8 @@ func inspect(q string) stmtInfo {
 		return info
 	case "KILL":
 		return stmtInfo{nonPrimaryOK: true, kill: true}
+	case "CHECKSUM":
+		return stmtInfo{kind: kindRead, checksum: true}
 	case "USE", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT":
 		return stmtInfo{nonPrimaryOK: true}
 	case "COMMIT":
@@ -501,7 +504,8 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 }
 
 // answer runs the text statements the handler answers itself (FLUSH
-// STATUS, KILL of a user's own connection, the fast path's shapes).
+// STATUS, KILL of a user's own connection, CHECKSUM TABLE, the fast path's
+// shapes).
 // handled is false when go-mysql-server must run query; fc then learns
 // from its results. track adds the session-state GTID to a commit's OK.
 func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info stmtInfo, called *bool, track func(*sqltypes.Result), callback mysql.ResultSpoolFn) (fc *fastCall, handled bool, err error) {
@@ -519,6 +523,11 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 				return nil, true, err
 			}
 			return nil, true, out(&sqltypes.Result{})
+		}
+	}
+	if info.checksum {
+		if handled, err := h.checksumTables(ctx, c, query, out); handled {
+			return nil, true, err
 		}
 	}
 	fc = &fastCall{h: h, c: c, s: h.session(c), query: query, out: func(r *sqltypes.Result) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -492,6 +493,41 @@ func TestTxn(t *testing.T) {
 			t.Fatalf("v = %d, want %d (%d increments reported an error)", v, workers*per, n)
 		}
 		t.Logf("%d increments in %v", workers*per, time.Since(began))
+	})
+
+	t.Run("ChecksumTable", func(t *testing.T) {
+		xexec(t, db, "CREATE TABLE ck1 (id INT PRIMARY KEY, v VARCHAR(10))")
+		xexec(t, db, "CREATE TABLE ck2 (id INT PRIMARY KEY, v VARCHAR(10))")
+		xexec(t, db, "CREATE TABLE ck3 (a INT, b INT)") // keyless: row order is not insertion order
+		xexec(t, db, "INSERT INTO ck1 VALUES (1, 'a'), (2, NULL), (3, '')")
+		xexec(t, db, "INSERT INTO ck2 VALUES (3, ''), (2, NULL), (1, 'a')")
+		sums := func(q string) []string {
+			t.Helper()
+			r, err := runStmt(context.Background(), conn(t, db), true, q)
+			if err != nil || r.Err != 0 || len(r.Cols) != 2 || !strings.HasPrefix(r.Cols[0], "Table:") || !strings.HasPrefix(r.Cols[1], "Checksum:") {
+				t.Fatalf("%s: %v %+v", q, err, r)
+			}
+			var out []string
+			for _, row := range r.Rows {
+				out = append(out, row[1])
+			}
+			return out
+		}
+		got := sums("CHECKSUM TABLE ck1, ck2, nosuch, ck3 EXTENDED")
+		if len(got) != 4 || got[0] != got[1] || got[0] == "NULL" || got[2] != "NULL" {
+			t.Fatalf("CHECKSUM TABLE ck1, ck2, nosuch, ck3 = %v: want equal sums for equal rows, NULL for a missing table", got)
+		}
+		empty := got[3]
+		xexec(t, db, "UPDATE ck2 SET v = NULL WHERE id = 3")
+		if g := sums("CHECKSUM TABLE ck1, ck2"); g[0] == g[1] {
+			t.Fatalf("CHECKSUM TABLE is %v after ck2 changed ('' became NULL)", g)
+		}
+		xexec(t, db, "INSERT INTO ck3 VALUES (1, 1), (1, 1)")
+		xexec(t, db, "CREATE TABLE ck4 (a INT, b INT)")
+		xexec(t, db, "INSERT INTO ck4 VALUES (1, 1)")
+		if g := sums("CHECKSUM TABLE ck3, ck4"); g[0] == g[1] || g[0] == empty {
+			t.Fatalf("CHECKSUM TABLE of a duplicated row %v: a duplicate must count", g)
+		}
 	})
 
 	t.Run("AutoIncrement", func(t *testing.T) {
