@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -109,6 +110,7 @@ type stmtInfo struct {
 	// processList: SHOW [FULL] PROCESSLIST (and nothing else)
 	processList bool
 	checksum    bool // CHECKSUM TABLE ...
+	do          bool // DO expr [, expr] ...
 }
 
 func inspect(q string) stmtInfo {
@@ -157,7 +159,9 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{nonPrimaryOK: true, kill: true}
 	case "CHECKSUM":
 		return stmtInfo{kind: kindRead, checksum: true}
-	case "USE", "ROLLBACK", "DO", "PREPARE", "DEALLOCATE", "QUIT":
+	case "DO":
+		return stmtInfo{nonPrimaryOK: true, do: true}
+	case "USE", "ROLLBACK", "PREPARE", "DEALLOCATE", "QUIT":
 		return stmtInfo{nonPrimaryOK: true}
 	case "COMMIT":
 		return stmtInfo{commit: true}
@@ -386,6 +390,26 @@ func maxPacket(s *Session) uint64 {
 	return 1 << 30
 }
 
+// do answers DO expr [, expr] ..., which go-mysql-server does not parse:
+// the expressions are evaluated as a SELECT whose rows are dropped (DO
+// GET_LOCK(...), DO SLEEP(n) in applications and dumps). handled is false
+// when query is not one DO statement alone.
+func (h *Handler) do(ctx context.Context, c *mysql.Conn, query string, out func(*sqltypes.Result) error) (handled bool, err error) {
+	first, rest, err := sqlparser.SplitStatement(query)
+	if err != nil || strings.TrimSpace(rest) != "" {
+		return false, nil
+	}
+	lx := lexer{s: first}
+	if lx.word() != "DO" {
+		return false, nil
+	}
+	err = h.inner.ComQuery(ctx, c, "SELECT "+first[lx.i:], func(*sqltypes.Result, bool) error { return nil })
+	if err != nil {
+		return true, ToSQLError(err)
+	}
+	return true, out(&sqltypes.Result{})
+}
+
 // closeClients ends every client connection, the current one included, as
 // wsrep_reject_queries = ALL_KILL does: running statements are killed and
 // the sockets closed.
@@ -504,8 +528,8 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 }
 
 // answer runs the text statements the handler answers itself (FLUSH
-// STATUS, KILL of a user's own connection, CHECKSUM TABLE, the fast path's
-// shapes).
+// STATUS, KILL of a user's own connection, CHECKSUM TABLE, DO, the fast
+// path's shapes).
 // handled is false when go-mysql-server must run query; fc then learns
 // from its results. track adds the session-state GTID to a commit's OK.
 func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info stmtInfo, called *bool, track func(*sqltypes.Result), callback mysql.ResultSpoolFn) (fc *fastCall, handled bool, err error) {
@@ -527,6 +551,11 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 	}
 	if info.checksum {
 		if handled, err := h.checksumTables(ctx, c, query, out); handled {
+			return nil, true, err
+		}
+	}
+	if info.do {
+		if handled, err := h.do(ctx, c, query, out); handled {
 			return nil, true, err
 		}
 	}

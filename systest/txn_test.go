@@ -495,6 +495,18 @@ func TestTxn(t *testing.T) {
 		t.Logf("%d increments in %v", workers*per, time.Since(began))
 	})
 
+	t.Run("Do", func(t *testing.T) {
+		c := conn(t, db)
+		xexec(t, c, "DO GET_LOCK('systest_do', 5), 1 + 1")
+		if got := qInt(t, c, "SELECT IS_USED_LOCK('systest_do') IS NOT NULL"); got != 1 {
+			t.Fatalf("DO GET_LOCK(...) did not take the lock")
+		}
+		xexec(t, c, "DO RELEASE_LOCK('systest_do')")
+		if got := qInt(t, c, "SELECT IS_USED_LOCK('systest_do') IS NULL"); got != 1 {
+			t.Fatalf("DO RELEASE_LOCK(...) did not release the lock")
+		}
+	})
+
 	t.Run("ChecksumTable", func(t *testing.T) {
 		xexec(t, db, "CREATE TABLE ck1 (id INT PRIMARY KEY, v VARCHAR(10))")
 		xexec(t, db, "CREATE TABLE ck2 (id INT PRIMARY KEY, v VARCHAR(10))")
