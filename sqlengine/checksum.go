@@ -32,16 +32,11 @@ func (h *Handler) checksumTables(ctx context.Context, c *mysql.Conn, query strin
 		{Name: "Table", Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: 64 * 4 * 2},
 		{Name: "Checksum", Type: querypb.Type_INT64, Charset: mysql.CharacterSetBinary, ColumnLength: 21},
 	}}
-	s := h.session(c)
 	for _, n := range names {
-		db := n.DbQualifier.String()
-		if db == "" && s != nil {
-			db = s.GetCurrentDatabase()
+		db, name, err := h.qualified(c, n)
+		if err != nil {
+			return true, err
 		}
-		if db == "" {
-			return true, mysql.NewSQLError(mysql.ERNoDb, "3D000", "No database selected")
-		}
-		name := sqlparser.String(sqlparser.TableName{Name: n.Name, DbQualifier: sqlparser.NewTableIdent(db)})
 		sum, found, err := h.tableChecksum(ctx, c, name)
 		if err != nil {
 			return true, err
@@ -57,16 +52,34 @@ func (h *Handler) checksumTables(ctx context.Context, c *mysql.Conn, query strin
 
 // checksumNames parses CHECKSUM TABLE t [, t ...] [QUICK | EXTENDED].
 func checksumNames(query string) ([]sqlparser.TableName, bool) {
+	return tableList(query, []string{"CHECKSUM"}, "QUICK", "EXTENDED")
+}
+
+// tableList parses a statement made of the words lead (the last optional
+// when there are two, as in OPTIMIZE [LOCAL] TABLE), TABLE, a list of
+// table names and one optional trailing option. ok is false for anything
+// else, or when more statements follow.
+func tableList(query string, lead []string, options ...string) (names []sqlparser.TableName, ok bool) {
 	first, rest, err := sqlparser.SplitStatement(query)
 	if err != nil || strings.TrimSpace(rest) != "" {
 		return nil, false
 	}
 	lx := lexer{s: first}
-	if lx.word() != "CHECKSUM" || lx.word() != "TABLE" {
+	w := lx.word()
+	if w != lead[0] {
+		return nil, false
+	}
+	w = lx.word()
+	for _, optional := range lead[1:] {
+		if w == optional {
+			w = lx.word()
+		}
+	}
+	if w != "TABLE" {
 		return nil, false
 	}
 	list := strings.TrimSpace(first[lx.i:])
-	for _, opt := range []string{"QUICK", "EXTENDED"} {
+	for _, opt := range options {
 		if len(list) > len(opt) && strings.EqualFold(list[len(list)-len(opt):], opt) {
 			list = strings.TrimSpace(list[:len(list)-len(opt)])
 		}
@@ -80,7 +93,6 @@ func checksumNames(query string) ([]sqlparser.TableName, bool) {
 	if !ok {
 		return nil, false
 	}
-	var names []sqlparser.TableName
 	for _, te := range sel.From {
 		at, ok := te.(*sqlparser.AliasedTableExpr)
 		if !ok || !at.As.IsEmpty() {
@@ -93,6 +105,19 @@ func checksumNames(query string) ([]sqlparser.TableName, bool) {
 		names = append(names, tn)
 	}
 	return names, len(names) > 0
+}
+
+// qualified returns n's database (the session's current one when n names
+// none) and n as a quoted, qualified name.
+func (h *Handler) qualified(c *mysql.Conn, n sqlparser.TableName) (db, name string, err error) {
+	db = n.DbQualifier.String()
+	if s := h.session(c); db == "" && s != nil {
+		db = s.GetCurrentDatabase()
+	}
+	if db == "" {
+		return "", "", mysql.NewSQLError(mysql.ERNoDb, "3D000", "No database selected")
+	}
+	return db, sqlparser.String(sqlparser.TableName{Name: n.Name, DbQualifier: sqlparser.NewTableIdent(db)}), nil
 }
 
 // tableChecksum reads every row of table (a quoted, qualified name) and

@@ -128,6 +128,7 @@ var kindCodes = buildKindCodes([]struct {
 	{sql.ErrSystemVariableSessionOnly, mysql.ERIncorrectGlobalLocalVar, "HY000"},
 	{sql.ErrSystemVariableGlobalOnly, mysql.ERIncorrectGlobalLocalVar, "HY000"},
 	{sql.ErrSavepointDoesNotExist, mysql.ERSPDoesNotExist, "42000"},
+	{sql.ErrFunctionNotFound, mysql.ERSPDoesNotExist, "42000"}, // FUNCTION x does not exist
 	{sql.ErrUnknownTable, mysql.ERBadTable, "42S02"},
 	{sql.ErrTableNotFound, mysql.ERNoSuchTable, "42S02"},
 	{sql.ErrDatabaseNotFound, mysql.ERBadDb, "42000"},

@@ -111,6 +111,7 @@ type stmtInfo struct {
 	processList bool
 	checksum    bool // CHECKSUM TABLE ...
 	do          bool // DO expr [, expr] ...
+	optimize    bool // OPTIMIZE ... TABLE ...
 }
 
 func inspect(q string) stmtInfo {
@@ -161,6 +162,8 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{kind: kindRead, checksum: true}
 	case "DO":
 		return stmtInfo{nonPrimaryOK: true, do: true}
+	case "OPTIMIZE":
+		return stmtInfo{optimize: true}
 	case "USE", "ROLLBACK", "PREPARE", "DEALLOCATE", "QUIT":
 		return stmtInfo{nonPrimaryOK: true}
 	case "COMMIT":
@@ -528,8 +531,8 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 }
 
 // answer runs the text statements the handler answers itself (FLUSH
-// STATUS, KILL of a user's own connection, CHECKSUM TABLE, DO, the fast
-// path's shapes).
+// STATUS, KILL of a user's own connection, CHECKSUM TABLE, DO, OPTIMIZE
+// TABLE, the fast path's shapes).
 // handled is false when go-mysql-server must run query; fc then learns
 // from its results. track adds the session-state GTID to a commit's OK.
 func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info stmtInfo, called *bool, track func(*sqltypes.Result), callback mysql.ResultSpoolFn) (fc *fastCall, handled bool, err error) {
@@ -556,6 +559,11 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 	}
 	if info.do {
 		if handled, err := h.do(ctx, c, query, out); handled {
+			return nil, true, err
+		}
+	}
+	if info.optimize {
+		if handled, err := h.optimizeTables(ctx, c, query, out); handled {
 			return nil, true, err
 		}
 	}

@@ -15,6 +15,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -610,6 +611,12 @@ func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[ui
 	e.digest = d
 	e.applied.Store(seqno)
 	return nil
+}
+
+// CompactTable compacts the stored rows and index entries of a table
+// (OPTIMIZE TABLE): overwritten and deleted versions leave the disk.
+func (e *Engine) CompactTable(ctx context.Context, tableID uint64) error {
+	return e.db.Compact(ctx, TablePrefix(tableID), TablePrefix(tableID+1), true)
 }
 
 // Sync makes everything committed so far durable.

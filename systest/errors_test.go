@@ -29,6 +29,7 @@ func TestErrorCodes(t *testing.T) {
 		{"ParseErrorKeyword", db, "SELEC 1", 1064, "42000"},
 		{"ParseErrorIncomplete", db, "SELECT * FROM", 1064, "42000"},
 		{"ParseErrorTrailing", db, "SELECT 1 FROM t WHERE", 1064, "42000"},
+		{"UnknownFunction", db, "SELECT nosuchfn(1)", 1305, "42000"},
 		{"UnknownTable", db, "SELECT * FROM nosuch", 1146, "42S02"},
 		{"UnknownTableInsert", db, "INSERT INTO nosuch VALUES (1)", 1146, "42S02"},
 		{"UnknownColumn", db, "SELECT nosuch FROM t", 1054, "42S22"},

@@ -507,6 +507,23 @@ func TestTxn(t *testing.T) {
 		}
 	})
 
+	t.Run("OptimizeTable", func(t *testing.T) {
+		xexec(t, db, "CREATE TABLE opt (id INT PRIMARY KEY, v VARCHAR(20))")
+		xexec(t, db, "INSERT INTO opt VALUES (1, 'a'), (2, 'b')")
+		xexec(t, db, "UPDATE opt SET v = 'c'")
+		xexec(t, db, "DELETE FROM opt WHERE id = 2")
+		r, err := runStmt(context.Background(), conn(t, db), true, "OPTIMIZE LOCAL TABLE opt, nosuch")
+		if err != nil || r.Err != 0 || len(r.Cols) != 4 {
+			t.Fatalf("OPTIMIZE TABLE: %v %+v", err, r)
+		}
+		if len(r.Rows) != 3 || r.Rows[0][2] != "'status'" || r.Rows[0][3] != "'OK'" || r.Rows[1][2] != "'Error'" || r.Rows[2][3] != "'Operation failed'" {
+			t.Fatalf("OPTIMIZE TABLE opt, nosuch answered %v", r.Rows)
+		}
+		if got := qStr(t, db, "SELECT v FROM opt WHERE id = 1"); got != "c" {
+			t.Fatalf("after OPTIMIZE TABLE the row reads %q, want c", got)
+		}
+	})
+
 	t.Run("ChecksumTable", func(t *testing.T) {
 		xexec(t, db, "CREATE TABLE ck1 (id INT PRIMARY KEY, v VARCHAR(10))")
 		xexec(t, db, "CREATE TABLE ck2 (id INT PRIMARY KEY, v VARCHAR(10))")
