@@ -506,9 +506,9 @@ func newFastPlan(st *fastsql.Statement, def *storage.TableDef, cat *storage.Cata
 				continue
 			}
 			// a missing column needs a literal default (or is nullable without
-			// one); an AUTO_INCREMENT column must be given (as a value, 0 or NULL)
+			// one); a missing AUTO_INCREMENT column is generated, as for NULL
 			if c.AutoIncrement {
-				return nil, nil
+				continue
 			}
 			if c.Default != nil && !c.Default.IsLiteral() {
 				return nil, nil
