@@ -360,33 +360,8 @@ func TestFastPathWriteDifferential(t *testing.T) {
 	mustExec(t, db, "CREATE TABLE ts "+fastPathTable)
 	fpLoad(t, rng, db, "tf", "ts")
 	fast, slow := fastPathPair(t, db)
-	ctx := context.Background()
 	before := fastPathStatements(t, db)
-	compare := func(when string) {
-		t.Helper()
-		a, err := runStmt(ctx, fast, true, "SELECT * FROM tf ORDER BY id")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := runStmt(ctx, slow, true, "SELECT * FROM ts ORDER BY id")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(a.Rows, b.Rows) {
-			for i := 0; i < len(a.Rows) || i < len(b.Rows); i++ {
-				var ra, rb []string
-				if i < len(a.Rows) {
-					ra = a.Rows[i]
-				}
-				if i < len(b.Rows) {
-					rb = b.Rows[i]
-				}
-				if !reflect.DeepEqual(ra, rb) {
-					t.Fatalf("seed %d: tables differ %s, first at row %d\nfast path: %v\ngeneral:   %v", seed, when, i, ra, rb)
-				}
-			}
-		}
-	}
+	compare := func(when string) { fpTablesEqual(t, seed, fast, slow, "tf", "ts", when) }
 	n := 1500
 	if testing.Short() {
 		n = 400
@@ -394,24 +369,11 @@ func TestFastPathWriteDifferential(t *testing.T) {
 	inTxn := false
 	for i := 0; i < n; i++ {
 		if rng.IntN(40) == 0 {
-			end := "BEGIN"
-			if inTxn {
-				end = []string{"COMMIT", "ROLLBACK"}[rng.IntN(2)]
-			}
-			xexec(t, fast, end)
-			xexec(t, slow, end)
-			inTxn = !inTxn
+			inTxn = fpTxn(t, rng, fast, slow, inTxn)
 		}
 		parts, vals := fpWrite(rng)
 		q, args := fpStatement(rng, parts, vals)
-		got, err := runStmt(ctx, fast, false, strings.ReplaceAll(q, "{t}", "tf"), args...)
-		if err != nil {
-			t.Fatalf("%s %v: %v", q, args, err)
-		}
-		want, err := runStmt(ctx, slow, false, strings.ReplaceAll(q, "{t}", "ts"), args...)
-		if err != nil {
-			t.Fatalf("%s %v: %v", q, args, err)
-		}
+		got, want := fpBoth(t, fast, slow, q, args, "tf", "ts")
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("seed %d: %s %v\nfast path: %v\ngeneral:   %v", seed, q, args, got, want)
 		}
@@ -448,7 +410,6 @@ func TestFastPathAutoIncrementDifferential(t *testing.T) {
 	mustExec(t, db, "CREATE TABLE af "+def)
 	mustExec(t, db, "CREATE TABLE as_ "+def)
 	fast, slow := fastPathPair(t, db)
-	ctx := context.Background()
 	before := fastPathStatements(t, db)
 	n := 600
 	if testing.Short() {
@@ -484,22 +445,9 @@ func TestFastPathAutoIncrementDifferential(t *testing.T) {
 			}
 		}
 		if rng.IntN(30) == 0 {
-			end := "BEGIN"
-			if inTxn {
-				end = []string{"COMMIT", "ROLLBACK"}[rng.IntN(2)]
-			}
-			xexec(t, fast, end)
-			xexec(t, slow, end)
-			inTxn = !inTxn
+			inTxn = fpTxn(t, rng, fast, slow, inTxn)
 		}
-		got, err := runStmt(ctx, fast, false, strings.ReplaceAll(q, "{t}", "af"), args...)
-		if err != nil {
-			t.Fatalf("%s %v: %v", q, args, err)
-		}
-		want, err := runStmt(ctx, slow, false, strings.ReplaceAll(q, "{t}", "as_"), args...)
-		if err != nil {
-			t.Fatalf("%s %v: %v", q, args, err)
-		}
+		got, want := fpBoth(t, fast, slow, q, args, "af", "as_")
 		history = append(history, fmt.Sprintf("%s %v -> %v / %v (txn %v)", q, args, got, want, inTxn))
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("seed %d: %s %v\nfast path: %v\ngeneral:   %v\nlast statements:\n%s", seed, q, args, got, want, strings.Join(history[max(0, len(history)-8):], "\n"))
@@ -512,22 +460,69 @@ func TestFastPathAutoIncrementDifferential(t *testing.T) {
 		xexec(t, fast, "COMMIT")
 		xexec(t, slow, "COMMIT")
 	}
-	a, err := runStmt(ctx, fast, true, "SELECT * FROM af ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := runStmt(ctx, slow, true, "SELECT * FROM as_ ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(a.Rows, b.Rows) {
-		t.Fatalf("seed %d: the tables differ:\nfast path: %v\ngeneral:   %v", seed, a.Rows, b.Rows)
-	}
+	rows := fpTablesEqual(t, seed, fast, slow, "af", "as_", "at the end")
 	took := fastPathStatements(t, db) - before
-	t.Logf("%d inserts, %d answered by the fast path, %d rows", n, took, len(a.Rows))
+	t.Logf("%d inserts, %d answered by the fast path, %d rows", n, took, rows)
 	if took < int64(n/4) {
 		t.Fatalf("the fast path answered only %d of %d inserts", took, n)
 	}
+}
+
+// fpBoth runs q ({t} standing for the table) with args on the fast path
+// session against table ft and on the general one against st.
+func fpBoth(t *testing.T, fast, slow *sql.Conn, q string, args []any, ft, st string) (got, want result) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := runStmt(ctx, fast, false, strings.ReplaceAll(q, "{t}", ft), args...)
+	if err != nil {
+		t.Fatalf("%s %v: %v", q, args, err)
+	}
+	want, err = runStmt(ctx, slow, false, strings.ReplaceAll(q, "{t}", st), args...)
+	if err != nil {
+		t.Fatalf("%s %v: %v", q, args, err)
+	}
+	return got, want
+}
+
+// fpTxn begins a transaction on both sessions, or ends the open one with
+// COMMIT or ROLLBACK; it returns whether one is open.
+func fpTxn(t *testing.T, rng *rand.Rand, fast, slow *sql.Conn, inTxn bool) bool {
+	end := "BEGIN"
+	if inTxn {
+		end = []string{"COMMIT", "ROLLBACK"}[rng.IntN(2)]
+	}
+	xexec(t, fast, end)
+	xexec(t, slow, end)
+	return !inTxn
+}
+
+// fpTablesEqual fails t, showing the first differing row, unless table ft
+// as the fast path session reads it equals st as the general one does; it
+// returns the number of rows.
+func fpTablesEqual(t *testing.T, seed uint64, fast, slow *sql.Conn, ft, st, when string) int {
+	t.Helper()
+	ctx := context.Background()
+	a, err := runStmt(ctx, fast, true, "SELECT * FROM "+ft+" ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := runStmt(ctx, slow, true, "SELECT * FROM "+st+" ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(a.Rows) || i < len(b.Rows); i++ {
+		var ra, rb []string
+		if i < len(a.Rows) {
+			ra = a.Rows[i]
+		}
+		if i < len(b.Rows) {
+			rb = b.Rows[i]
+		}
+		if !reflect.DeepEqual(ra, rb) {
+			t.Fatalf("seed %d: tables differ %s, first at row %d\nfast path: %v\ngeneral:   %v", seed, when, i, ra, rb)
+		}
+	}
+	return len(a.Rows)
 }
 
 // fpWrite returns a random write ({t} stands for the table) as text parts
