@@ -29,6 +29,9 @@ var (
 	// ErrSetGlobalDenied is MySQL's answer to SET GLOBAL or SET PERSIST
 	// from a user without the privilege (go-mysql-server checks none).
 	ErrSetGlobalDenied = mysql.NewSQLError(mysql.ERSpecifiedAccessDenied, "42000", "Access denied; you need (at least one of) the SUPER or SYSTEM_VARIABLES_ADMIN privilege(s) for this operation")
+	// ErrProcessDenied is MySQL's answer to SHOW ENGINE ... STATUS from a
+	// user without the PROCESS privilege.
+	ErrProcessDenied = mysql.NewSQLError(mysql.ERSpecifiedAccessDenied, "42000", "Access denied; you need (at least one of) the PROCESS privilege(s) for this operation")
 	// ErrReloadDenied is MySQL's answer to FLUSH from a user without
 	// RELOAD.
 	ErrReloadDenied = mysql.NewSQLError(mysql.ERSpecifiedAccessDenied, "42000", "Access denied; you need (at least one of) the RELOAD privilege(s) for this operation")

@@ -112,6 +112,8 @@ type stmtInfo struct {
 	checksum    bool // CHECKSUM TABLE ...
 	do          bool // DO expr [, expr] ...
 	optimize    bool // OPTIMIZE ... TABLE ...
+	// engineStatus: SHOW ENGINE INNODB STATUS (and nothing else)
+	engineStatus bool
 }
 
 func inspect(q string) stmtInfo {
@@ -140,6 +142,8 @@ func inspect(q string) stmtInfo {
 			info.showGrants = true
 		case w == "PROCESSLIST", w == "FULL" && lx.word() == "PROCESSLIST":
 			info.processList = lx.word() == ""
+		case w == "ENGINE":
+			info.engineStatus = lx.word() == "INNODB" && lx.word() == "STATUS" && lx.word() == ""
 		}
 		return info
 	case "FLUSH":
@@ -531,8 +535,8 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 }
 
 // answer runs the text statements the handler answers itself (FLUSH
-// STATUS, KILL of a user's own connection, CHECKSUM TABLE, DO, OPTIMIZE
-// TABLE, the fast path's shapes).
+// STATUS, SHOW ENGINE INNODB STATUS, KILL of a user's own connection,
+// CHECKSUM TABLE, DO, OPTIMIZE TABLE, the fast path's shapes).
 // handled is false when go-mysql-server must run query; fc then learns
 // from its results. track adds the session-state GTID to a commit's OK.
 func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info stmtInfo, called *bool, track func(*sqltypes.Result), callback mysql.ResultSpoolFn) (fc *fastCall, handled bool, err error) {
@@ -542,6 +546,9 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 	}
 	if info.flushStatus {
 		return nil, true, h.flushStatus(ctx, h.session(c), out)
+	}
+	if info.engineStatus {
+		return nil, true, h.engineStatus(ctx, h.session(c), out)
 	}
 	if info.kill {
 		if done, err := h.killOwn(ctx, h.session(c), query); done {

@@ -111,6 +111,7 @@ func TestUsersReplicate(t *testing.T) {
 	wantErr(t, tryExec(app3, "SHOW GRANTS FOR root@localhost"), 1044, "42000")
 	wantErr(t, tryExec(app3, "SELECT * FROM mysql.user"), 1044, "42000")
 	wantErr(t, tryExec(app3, "FLUSH STATUS"), 1227, "42000")
+	wantErr(t, tryExec(app3, "SHOW ENGINE INNODB STATUS"), 1227, "42000")
 	wantErr(t, tryExec(app3m, "SHOW GRANTS; SELECT * FROM mysql.user"), 1044, "42000")
 
 	// KILL: a user's own connections (a JDBC query timeout sends KILL

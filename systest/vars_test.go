@@ -2,6 +2,7 @@ package systest
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -122,6 +123,10 @@ func TestWsrepVariablesAndHTTP(t *testing.T) {
 		}
 		if got := qStr(t, c, "SELECT VARIABLE_VALUE FROM performance_schema.session_variables WHERE VARIABLE_NAME = 'max_connections'"); got != "321" {
 			t.Errorf("session_variables shows max_connections %q after SET GLOBAL 321", got)
+		}
+		r, err := runStmt(context.Background(), c, true, "SHOW ENGINE INNODB STATUS")
+		if err != nil || r.Err != 0 || len(r.Rows) != 1 || r.Rows[0][0] != "'InnoDB'" || !strings.Contains(r.Rows[0][2], "pebble") {
+			t.Errorf("SHOW ENGINE INNODB STATUS: %v %+v", err, r)
 		}
 		wantErr(t, tryExec(c, "DROP DATABASE performance_schema"), 1044, "42000")
 		wantErr(t, tryExec(c, "CREATE DATABASE performance_schema"), 1007, "HY000")
