@@ -93,7 +93,7 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 	fc := n.Repl.FlowStatus()
 	return map[string]interface{}{
 		"Uptime":                       uint64(time.Since(n.started).Seconds()),
-		"wsrep_ready":                  onOff(st.Primary && state == StateSynced),
+		"wsrep_ready":                  onOff(st.Primary && (state == StateSynced || state == StateDonor && n.desync.Load())), // a desynced node still serves
 		"wsrep_connected":              onOff(st.Leader != 0 || len(st.Voters) > 0),
 		"wsrep_cluster_status":         clusterStatus,
 		"wsrep_cluster_size":           uint64(len(st.Voters)),

@@ -41,6 +41,9 @@ func TestMaintenance(t *testing.T) {
 		t.Fatalf("wsrep_local_state_comment %q with wsrep_desync on, want Donor/Desynced", got)
 	}
 	health(503, "desynced")
+	if ready := qMap(t, admin, "SHOW STATUS LIKE 'wsrep_ready'")["wsrep_ready"]; ready != "ON" {
+		t.Fatalf("wsrep_ready %q on a desynced node, want ON (it still serves, as in Galera)", ready)
+	}
 	mustExec(t, n1.DB(""), "INSERT INTO m.t VALUES (1)")
 	xexec(t, admin, "SET SESSION wsrep_sync_wait = 1")
 	if n := qInt(t, admin, "SELECT COUNT(*) FROM m.t"); n != 1 {
