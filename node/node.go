@@ -95,9 +95,11 @@ type Node struct {
 	started time.Time
 	wg      sync.WaitGroup
 
-	// desync and rejecting are wsrep_desync and wsrep_reject_queries
-	// (other than NONE): an operator took the node out of service.
-	desync, rejecting atomic.Bool
+	// desync, rejecting and donorRejects are wsrep_desync,
+	// wsrep_reject_queries (other than NONE) and
+	// wsrep_sst_donor_rejects_queries: an operator took the node out of
+	// service, or asked a donor to be.
+	desync, rejecting, donorRejects atomic.Bool
 
 	optMu sync.Mutex
 	opts  providerOptions
@@ -389,6 +391,9 @@ func (c clusterView) WaitApplied(ctx context.Context, seqno uint64) error {
 func (c clusterView) ClusterUUID() string { return c.n.Repl.Status().ClusterUUID }
 func (c clusterView) Applied() uint64     { return c.n.Eng.Applied() }
 
+// Donating implements sqlengine.Donor.
+func (c clusterView) Donating() bool { return c.n.donating() }
+
 // AutoIncrementStride implements sqlengine.AutoIncrementStrider.
 func (c clusterView) AutoIncrementStride() (increment, offset uint64) {
 	return c.n.Repl.AutoIncrementStride()
@@ -397,19 +402,26 @@ func (c clusterView) AutoIncrementStride() (increment, offset uint64) {
 // FlushStatus implements sqlengine.StatusFlusher.
 func (c clusterView) FlushStatus() { c.n.Repl.ResetAverages() }
 
-// setMaintenance learns SET GLOBAL wsrep_desync and wsrep_reject_queries.
-// A desynced node reports Donor/Desynced, asks no flow control of the
-// others and fails /health; one that rejects queries fails /health, so
-// HAProxy and certus proxy send it nothing while it is serviced.
-func (n *Node) setMaintenance(desync, reject bool) {
-	if n.desync.Swap(desync) != desync {
-		n.Repl.SetDesync(desync)
-		n.log.Info("wsrep_desync changed", "desync", desync)
+// setMaintenance learns SET GLOBAL wsrep_desync, wsrep_reject_queries and
+// wsrep_sst_donor_rejects_queries. A desynced node reports Donor/Desynced,
+// asks no flow control of the others and fails /health; one that rejects
+// queries (always, or while it is a donor) fails /health, so HAProxy and
+// certus proxy send it nothing while it is serviced.
+func (n *Node) setMaintenance(m sqlengine.Maintenance) {
+	if n.desync.Swap(m.Desync) != m.Desync {
+		n.Repl.SetDesync(m.Desync)
+		n.log.Info("wsrep_desync changed", "desync", m.Desync)
 	}
-	if n.rejecting.Swap(reject) != reject {
-		n.log.Info("wsrep_reject_queries changed", "rejecting", reject)
+	if n.rejecting.Swap(m.Reject) != m.Reject {
+		n.log.Info("wsrep_reject_queries changed", "rejecting", m.Reject)
+	}
+	if n.donorRejects.Swap(m.DonorRejects) != m.DonorRejects {
+		n.log.Info("wsrep_sst_donor_rejects_queries changed", "on", m.DonorRejects)
 	}
 }
+
+// donating reports whether the node serves a state transfer now.
+func (n *Node) donating() bool { return n.donor != nil && n.donor.Serving() > 0 }
 
 // setProviderOptions applies SET GLOBAL wsrep_provider_options.
 func (n *Node) setProviderOptions(s string) (string, error) {

@@ -50,11 +50,12 @@ func isMember(ids []uint64, id uint64) bool {
 }
 
 // Healthy reports whether the node is Synced, in the primary component
-// and not rejecting queries (wsrep_reject_queries), the condition for
-// /health to answer 200.
+// and not rejecting queries (wsrep_reject_queries, or
+// wsrep_sst_donor_rejects_queries while it serves a state transfer), the
+// condition for /health to answer 200.
 func (n *Node) Healthy() bool {
 	state, _ := n.LocalState()
-	return state == StateSynced && n.Repl.Primary() && !n.rejecting.Load()
+	return state == StateSynced && n.Repl.Primary() && !n.rejecting.Load() && !(n.donorRejects.Load() && n.donating())
 }
 
 func trueFalse(b bool) string {

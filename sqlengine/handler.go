@@ -35,6 +35,18 @@ type Cluster interface {
 	Applied() uint64
 }
 
+// Donor is implemented by a Cluster that can tell whether the node is
+// serving a state transfer (wsrep_sst_donor_rejects_queries).
+type Donor interface {
+	Donating() bool
+}
+
+// donating reports whether the node serves a state transfer now.
+func (h *Handler) donating() bool {
+	d, ok := h.cluster.(Donor)
+	return ok && d.Donating()
+}
+
 // StatusFlusher is implemented by a Cluster whose status averages (flow
 // control paused fraction, queue lengths) FLUSH STATUS starts anew.
 type StatusFlusher interface {
@@ -238,8 +250,8 @@ func (h *Handler) recoverPanic(err *error) {
 
 // before runs the checks that precede a statement.
 func (h *Handler) before(ctx context.Context, s *Session, info stmtInfo) error {
-	if !info.nonPrimaryOK && rejectQueries.Load() {
-		return ErrNotPrimary // wsrep_reject_queries: the node is in maintenance
+	if !info.nonPrimaryOK && (rejectQueries.Load() || donorRejects.Load() && h.donating()) {
+		return ErrNotPrimary // wsrep_reject_queries, or a donor told to refuse: the node is in maintenance
 	}
 	if h.cluster == nil {
 		return nil

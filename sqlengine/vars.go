@@ -29,10 +29,21 @@ type NodeInfo struct {
 	// alias wsrep_slave_threads). Nil: the variable is read-only.
 	ApplierThreads    int
 	SetApplierThreads func(n int)
-	// SetMaintenance learns SET GLOBAL wsrep_desync and
-	// wsrep_reject_queries: desync, and whether client queries are
-	// rejected (ALL or ALL_KILL). Nil: nothing to tell.
-	SetMaintenance func(desync, reject bool)
+	// SetMaintenance learns SET GLOBAL wsrep_desync,
+	// wsrep_reject_queries and wsrep_sst_donor_rejects_queries. Nil:
+	// nothing to tell.
+	SetMaintenance func(Maintenance)
+}
+
+// Maintenance is what an operator set to take a node out of service.
+type Maintenance struct {
+	// Desync is wsrep_desync.
+	Desync bool
+	// Reject: wsrep_reject_queries is ALL or ALL_KILL.
+	Reject bool
+	// DonorRejects is wsrep_sst_donor_rejects_queries: refuse queries
+	// while serving a state transfer.
+	DonorRejects bool
 }
 
 // errBadProviderOptions is MariaDB's answer to a wsrep_provider_options
@@ -139,6 +150,7 @@ func RegisterSystemVariables(info NodeInfo) {
 	autoIncrementGlobal.Store(0)
 	rejectQueries.Store(false)
 	desync.Store(false)
+	donorRejects.Store(false)
 	sql.SystemVariables.AddSystemVariables([]sql.SystemVariable{
 		boolean("wsrep_on", 1, both),
 		str("wsrep_node_name", info.NodeName, global, false),
@@ -166,8 +178,8 @@ func RegisterSystemVariables(info NodeInfo) {
 			Type: types.NewSystemBoolType("wsrep_desync"), Default: int8(0)}),
 		maintenanceVar(info, &sql.MysqlSystemVariable{Name: "wsrep_reject_queries", Scope: global, Dynamic: true,
 			Type: types.NewSystemEnumType("wsrep_reject_queries", "NONE", "ALL", "ALL_KILL"), Default: "NONE"}),
-		// a donor never blocks here, so it never rejects queries either
-		boolean("wsrep_sst_donor_rejects_queries", 0, global),
+		maintenanceVar(info, &sql.MysqlSystemVariable{Name: "wsrep_sst_donor_rejects_queries", Scope: global, Dynamic: true,
+			Type: types.NewSystemBoolType("wsrep_sst_donor_rejects_queries"), Default: int8(0)}),
 		boolean("wsrep_log_conflicts", 0, global),
 		integer("wsrep_max_ws_size", 1024, 2147483647, 2147483647, global),
 		integer("wsrep_max_ws_rows", 0, 1048576, 0, both),
@@ -187,24 +199,28 @@ func RegisterSystemVariables(info NodeInfo) {
 }
 
 // rejectQueries is wsrep_reject_queries other than NONE, desync is
-// wsrep_desync, and killClients is set by wsrep_reject_queries = ALL_KILL
-// until the handler has closed the client connections (process-wide, like
-// the variables).
-var rejectQueries, desync, killClients atomic.Bool
+// wsrep_desync, donorRejects is wsrep_sst_donor_rejects_queries, and
+// killClients is set by wsrep_reject_queries = ALL_KILL until the handler
+// has closed the client connections (process-wide, like the variables).
+var rejectQueries, desync, donorRejects, killClients atomic.Bool
 
-// maintenanceVar is wsrep_desync or wsrep_reject_queries: a change is
-// recorded for the handler and told to the node.
+// maintenanceVar is wsrep_desync, wsrep_reject_queries or
+// wsrep_sst_donor_rejects_queries: a change is recorded for the handler
+// and told to the node.
 func maintenanceVar(info NodeInfo, v *sql.MysqlSystemVariable) *sql.MysqlSystemVariable {
 	v.NotifyChanged = func(_ *sql.Context, _ sql.SystemVariableScope, val sql.SystemVarValue) error {
-		if v.Name == "wsrep_desync" {
+		switch v.Name {
+		case "wsrep_desync":
 			desync.Store(truthy(val.Val))
-		} else {
+		case "wsrep_sst_donor_rejects_queries":
+			donorRejects.Store(truthy(val.Val))
+		default:
 			mode := strings.ToUpper(fmt.Sprint(val.Val))
 			rejectQueries.Store(mode != "NONE")
 			killClients.Store(mode == "ALL_KILL")
 		}
 		if info.SetMaintenance != nil {
-			info.SetMaintenance(desync.Load(), rejectQueries.Load())
+			info.SetMaintenance(Maintenance{Desync: desync.Load(), Reject: rejectQueries.Load(), DonorRejects: donorRejects.Load()})
 		}
 		return nil
 	}

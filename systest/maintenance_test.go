@@ -92,3 +92,63 @@ func TestMaintenance(t *testing.T) {
 	}
 	health(200, "after ALL_KILL and NONE")
 }
+
+// TestDonorRejectsQueries: with wsrep_sst_donor_rejects_queries on, the
+// node serving a state transfer refuses queries (1047) and fails /health
+// for as long as it serves, so clients go elsewhere; the other member
+// keeps serving, and the donor serves again once the joiner has its data.
+func TestDonorRejectsQueries(t *testing.T) {
+	flags := []string{"--gcache-size", "256KB", "--sst-max-rate", "1MB"}
+	c := testcluster.StartCluster(t, 2, flags...)
+	mustExec(t, c.Nodes[0].DB(""), "CREATE DATABASE m")
+	mustExec(t, c.Nodes[0].DB(""), "CREATE TABLE m.t (id BIGINT PRIMARY KEY, v TEXT)")
+	loadRows(t, c.Nodes[0].DB("m"), "t", 1, 2000, 2000) // ~4 MB: seconds at 1 MB/s
+	for _, n := range c.Nodes {
+		mustExec(t, n.DB(""), "SET GLOBAL wsrep_sst_donor_rejects_queries = ON")
+	}
+	n3 := testcluster.NewNode(t, "n3", append(flags, "--join", c.Nodes[0].PeerAddr)...)
+	if err := n3.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	// during the transfer: one member refuses, the other serves
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s := sstInfo(n3)
+		if s != nil && s["active"] == true && num(s, "percent") >= 10 && num(s, "percent") <= 80 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no state transfer seen on the joiner: %v\n%s", s, n3.LogTail(30))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	refused, served := 0, 0
+	for _, n := range c.Nodes {
+		err := tryExec(n.DB("m"), "SELECT COUNT(*) FROM t")
+		if code, _ := mysqlErr(err); code == 1047 {
+			refused++
+			if h := n.Health(); h != 503 {
+				t.Errorf("%s refuses queries as a donor, but /health answers %d", n.Name, h)
+			}
+		} else if err == nil {
+			served++
+		} else {
+			t.Fatalf("%s: %v", n.Name, err)
+		}
+	}
+	if refused != 1 || served != 1 {
+		t.Fatalf("during the state transfer %d members refused queries and %d served, want 1 and 1", refused, served)
+	}
+	if err := n3.WaitSynced(60 * time.Second); err != nil {
+		t.Fatalf("joiner: %v\n%s", err, n3.LogTail(30))
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for _, n := range c.Nodes {
+		for tryExec(n.DB("m"), "SELECT COUNT(*) FROM t") != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still refuses queries after the transfer", n.Name)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
