@@ -3,12 +3,16 @@ package sqlengine
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 
 	"github.com/certusdb/certus/storage"
 )
@@ -102,29 +106,77 @@ func (f *syncUptoFunc) Eval(ctx *sql.Context, row sql.Row) (interface{}, error) 
 	if err != nil {
 		return nil, sql.ErrInvalidArgument.New("wsrep_sync_wait_upto_gtid")
 	}
-	timeout := 50 * time.Second
-	if s, ok := ctx.Session.(*Session); ok {
-		if lw, err := s.GetSessionVariable(ctx, "innodb_lock_wait_timeout"); err == nil {
-			if n, ok := asInt(lw); ok {
-				timeout = time.Duration(n) * time.Second
-			}
-		}
-	}
+	timeout := ""
 	if len(f.args) > 1 {
 		tv, err := f.args[1].Eval(ctx, row)
 		if err != nil {
 			return nil, err
 		}
-		if n, err := strconv.ParseFloat(fmt.Sprint(tv), 64); err == nil && n >= 0 {
-			timeout = time.Duration(n * float64(time.Second))
-		}
+		timeout = fmt.Sprint(tv)
 	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := f.cluster.WaitApplied(wctx, seqno); err != nil {
-		return nil, ErrSyncWaitTimeout
+	s, _ := ctx.Session.(*Session)
+	if err := waitUpto(ctx, f.cluster, s, seqno, timeout); err != nil {
+		return nil, err
 	}
 	return int64(1), nil
+}
+
+// waitUpto waits until the node has applied seqno, for timeout seconds
+// (a number as text; empty: the session's innodb_lock_wait_timeout, or
+// 50 s), as WSREP_SYNC_WAIT_UPTO_GTID does; Galera's answer when it did
+// not is a lock wait timeout.
+func waitUpto(ctx context.Context, c Cluster, s *Session, seqno uint64, timeout string) error {
+	d := 50 * time.Second
+	if s != nil {
+		if lw, err := s.GetSessionVariable(nil, "innodb_lock_wait_timeout"); err == nil {
+			if n, ok := asInt(lw); ok {
+				d = time.Duration(n) * time.Second
+			}
+		}
+	}
+	if n, err := strconv.ParseFloat(timeout, 64); err == nil && n >= 0 {
+		d = time.Duration(n * float64(time.Second))
+	}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := c.WaitApplied(wctx, seqno); err != nil {
+		return ErrSyncWaitTimeout
+	}
+	return nil
+}
+
+// syncUptoRE is the statement certus proxy (and scripts) send to wait for
+// a GTID: SELECT WSREP_SYNC_WAIT_UPTO_GTID('uuid:seqno' [, timeout]).
+var syncUptoRE = regexp.MustCompile(`(?i)^\s*SELECT\s+(WSREP_SYNC_WAIT_UPTO_GTID\s*\(\s*'([^'\\]*)'\s*(?:,\s*([0-9]+(?:\.[0-9]*)?)\s*)?\))\s*;?\s*$`)
+
+// syncUpto answers that statement without go-mysql-server's planner, whose
+// analysis of a SELECT without tables costs several times the wait
+// itself, with the function's answer. handled is false for any other
+// text, a GTID the function refuses (its error comes from there) or a
+// session with certus_fast_path off.
+func (h *Handler) syncUpto(ctx context.Context, s *Session, query string, out func(*sqltypes.Result) error) (handled bool, err error) {
+	if h.cluster == nil || s == nil || len(query) > 200 {
+		return false, nil
+	}
+	m := syncUptoRE.FindStringSubmatch(query)
+	if m == nil {
+		return false, nil
+	}
+	if v, err := s.GetSessionVariable(nil, "certus_fast_path"); err == nil && !truthy(v) {
+		return false, nil
+	}
+	_, seqno, err := ParseGTID(m[2])
+	if err != nil {
+		return false, nil
+	}
+	if err := waitUpto(ctx, h.cluster, s, seqno, m[3]); err != nil {
+		return true, err
+	}
+	return true, out(&sqltypes.Result{
+		Fields: []*querypb.Field{{Name: m[1], Type: querypb.Type_INT64, Charset: mysql.CharacterSetBinary, ColumnLength: 20,
+			Flags: uint32(querypb.MySqlFlag_NOT_NULL_FLAG | querypb.MySqlFlag_BINARY_FLAG | querypb.MySqlFlag_NUM_FLAG)}},
+		Rows: [][]sqltypes.Value{{sqltypes.NewInt64(1)}},
+	})
 }
 
 // functions returns the wsrep and Certus SQL functions of a node.

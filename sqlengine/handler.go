@@ -547,8 +547,9 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 }
 
 // answer runs the text statements the handler answers itself (FLUSH
-// STATUS, SHOW ENGINE INNODB STATUS, KILL of a user's own connection,
-// CHECKSUM TABLE, DO, OPTIMIZE TABLE, the fast path's shapes).
+// STATUS, SHOW ENGINE INNODB STATUS, SELECT WSREP_SYNC_WAIT_UPTO_GTID(...),
+// KILL of a user's own connection, CHECKSUM TABLE, DO, OPTIMIZE TABLE, the
+// fast path's shapes).
 // handled is false when go-mysql-server must run query; fc then learns
 // from its results. track adds the session-state GTID to a commit's OK.
 func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info stmtInfo, called *bool, track func(*sqltypes.Result), callback mysql.ResultSpoolFn) (fc *fastCall, handled bool, err error) {
@@ -561,6 +562,11 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 	}
 	if info.engineStatus {
 		return nil, true, h.engineStatus(ctx, h.session(c), out)
+	}
+	if info.kind == kindRead {
+		if handled, err := h.syncUpto(ctx, h.session(c), query, out); handled {
+			return nil, true, err
+		}
 	}
 	if info.kill {
 		if done, err := h.killOwn(ctx, h.session(c), query); done {

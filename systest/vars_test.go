@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,6 +149,27 @@ func TestWsrepVariablesAndHTTP(t *testing.T) {
 		// and the global default is untouched
 		if v := qInt(t, db, "SELECT @@GLOBAL.wsrep_sync_wait"); v != 0 {
 			t.Fatalf("@@GLOBAL.wsrep_sync_wait = %d, want 0", v)
+		}
+	})
+
+	// the handler answers the proxy's wait for a GTID itself: the same
+	// answer as the function's through go-mysql-server
+	t.Run("SyncWaitUptoGTID", func(t *testing.T) {
+		fast, slow := fastPathPair(t, db)
+		gtid := qStr(t, fast, "SELECT WSREP_LAST_SEEN_GTID()")
+		uuid := gtid[:strings.LastIndexByte(gtid, ':')]
+		for _, q := range []string{
+			"SELECT WSREP_SYNC_WAIT_UPTO_GTID('" + gtid + "')",
+			"select wsrep_sync_wait_upto_gtid( '" + gtid + "' , 1.000 );",
+			"SELECT WSREP_SYNC_WAIT_UPTO_GTID('" + uuid + ":1-3', 2)",
+			"SELECT WSREP_SYNC_WAIT_UPTO_GTID('" + uuid + ":99999999', 0.2)", // not reached: 1205
+			"SELECT WSREP_SYNC_WAIT_UPTO_GTID('bad', 1)",                     // the function's error
+		} {
+			a, errA := runStmt(context.Background(), fast, true, q)
+			b, errB := runStmt(context.Background(), slow, true, q)
+			if errA != nil || errB != nil || !reflect.DeepEqual(a, b) {
+				t.Errorf("%s\nhandler: %+v %v\ngeneral: %+v %v", q, a, errA, b, errB)
+			}
 		}
 	})
 
