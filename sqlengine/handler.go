@@ -390,6 +390,9 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 		if info.drop && se.Number() == mysql.ERNoSuchTable {
 			se = mysql.NewSQLError(mysql.ERBadTable, "42S02", "%s", se.Message)
 		}
+		if se.Number() == erTableAccessDenied {
+			se = deniedDetail(query, se)
+		}
 		return se
 	}
 }

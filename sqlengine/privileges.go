@@ -199,6 +199,44 @@ func (h *Handler) ownGrants(ctx context.Context, s *Session, query string) (rest
 	return func() { s.SetPrivilegeSet(cached, version) }
 }
 
+// deniedDetail gives go-mysql-server's 1142 message ("command denied to
+// user 'u'@'h'") MySQL's command and, when the statement names one table,
+// the table: "INSERT command denied to user 'u'@'h' for table 't'".
+func deniedDetail(query string, se *mysql.SQLError) *mysql.SQLError {
+	const prefix = "command denied to user "
+	if !strings.HasPrefix(se.Message, prefix) {
+		return se
+	}
+	first, _, err := sqlparser.SplitStatement(query)
+	if err != nil {
+		return se
+	}
+	lx := lexer{s: first}
+	verb := lx.word()
+	switch verb {
+	case "", "WITH", "TABLE", "VALUES":
+		verb = "SELECT"
+	case "REPLACE":
+		verb = "INSERT"
+	}
+	msg := verb + " " + se.Message
+	if st, err := sqlparser.Parse(first); err == nil {
+		tables := map[string]bool{}
+		_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+			if tn, ok := n.(sqlparser.TableName); ok && !tn.Name.IsEmpty() {
+				tables[tn.Name.String()] = true
+			}
+			return true, nil
+		}, st)
+		if len(tables) == 1 {
+			for t := range tables {
+				msg += " for table '" + t + "'"
+			}
+		}
+	}
+	return mysql.NewSQLError(se.Number(), se.SQLState(), "%s", msg)
+}
+
 // ownProcessList returns query, SHOW [FULL] PROCESSLIST, for a user with
 // the PROCESS privilege, and the same question put to
 // information_schema.PROCESSLIST (which ownProcessesContext narrows to the

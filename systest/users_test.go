@@ -59,6 +59,9 @@ func TestUsersReplicate(t *testing.T) {
 	app3 := open(c.Nodes[2], "pw1")
 	mustExec(t, app3, "INSERT INTO t VALUES (1, 1)")
 	wantErr(t, tryExec(app3, "DELETE FROM t WHERE id = 1"), 1142, "42000")
+	if err := tryExec(app3, "DELETE FROM t WHERE id = 1"); err == nil || !strings.HasSuffix(err.Error(), "DELETE command denied to user 'app'@'%' for table 't'") {
+		t.Errorf("1142 message %v, want MySQL's with the command and table", err)
+	}
 
 	// global variables need SUPER (or SYSTEM_VARIABLES_ADMIN); the
 	// session's own do not
