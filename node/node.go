@@ -50,8 +50,9 @@ type Config struct {
 	// node off from named peers to simulate a network partition.
 	FaultInjection bool
 	// SyncCommit fsyncs the log before a commit is acknowledged (default).
-	// Off, commits are written at once and fsynced every 10ms, so a crash
-	// of the machine (not of the process) may lose the last few ms.
+	// Off, commits are written at once and fsynced once a second, like
+	// innodb_flush_log_at_trx_commit=2, so a crash of the machine (not of
+	// the process) may lose the last second.
 	SyncCommit bool
 	// GCacheSize bounds the raft log kept for members that fall behind
 	// (Galera's gcache.size; 0: replication.DefaultLogRetentionBytes). A

@@ -105,7 +105,9 @@ type Config struct {
 	// innodb_flush_log_at_trx_commit=2).
 	SyncLog bool
 	// SyncInterval is the background sync period when SyncLog is off
-	// (default 10ms).
+	// (default 1s, InnoDB's innodb_flush_log_at_timeout). Each sync is an
+	// fdatasync of the pebble WAL; at 10ms they took about 4% of a loaded
+	// 3-node cluster's CPU on a 2-core machine.
 	SyncInterval time.Duration
 	// Cert configures certification.
 	Cert certify.Config
@@ -140,7 +142,7 @@ func (c *Config) defaults() {
 		c.HeartbeatTicks = 2
 	}
 	if c.SyncInterval == 0 {
-		c.SyncInterval = 10 * time.Millisecond
+		c.SyncInterval = time.Second
 	}
 	if c.Cert.Window == 0 {
 		c.Cert = certify.Defaults()

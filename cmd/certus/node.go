@@ -50,7 +50,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.StringVar(&cfg.ClusterName, "cluster-name", "certus", "cluster name (wsrep_cluster_name); must match on all members")
 	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared secret peers must present")
 	f.StringVar(&cfg.RootPassword, "root-password", "", "password of root@localhost (default: none)")
-	f.BoolVar(&cfg.SyncCommit, "sync-commit", true, "fsync the log before acknowledging a commit; false syncs every 10ms (like innodb_flush_log_at_trx_commit=2)")
+	f.BoolVar(&cfg.SyncCommit, "sync-commit", true, "fsync the log before acknowledging a commit; false syncs once a second (like innodb_flush_log_at_trx_commit=2)")
 	f.Var(byteSize[uint64]{&cfg.GCacheSize}, "gcache-size", "raft log kept for members that fall behind, like Galera's gcache.size (e.g. 128MB; default 128MiB); a member that needs older entries gets a full state transfer")
 	f.Var(byteSize[int64]{&cfg.SSTMaxRate}, "sst-max-rate", "bytes per second this node sends to one joiner as a state transfer donor (e.g. 50MB; default unlimited)")
 	f.IntVar(&cfg.ApplierThreads, "applier-threads", 1, "wsrep_applier_threads: workers that build replicated write-sets in parallel (dependencies from their keys) while commits stay in log order; SET GLOBAL wsrep_applier_threads changes it at runtime")
