@@ -43,12 +43,13 @@ func (l trackListener) Accept() (net.Conn, error) {
 	if l.accepted != nil {
 		l.accepted()
 	}
-	return &trackConn{Conn: c}, nil
+	return &trackConn{Conn: c, direct: newDirectReader(c)}, nil
 }
 
 // trackConn is the packet filter of one client connection.
 type trackConn struct {
 	net.Conn
+	direct *directReader // nil: reads go through Go's network poller
 
 	mu       sync.Mutex
 	greeted  bool   // the server greeting went out (with the capability added)
@@ -95,6 +96,9 @@ func (c *trackConn) Close() error {
 	c.mu.Lock()
 	_ = c.flush()
 	c.mu.Unlock()
+	if c.direct != nil {
+		c.direct.close()
+	}
 	return c.Conn.Close()
 }
 
@@ -122,7 +126,13 @@ func (c *trackConn) Read(b []byte) (int, error) {
 	if ferr != nil {
 		return 0, ferr
 	}
-	n, err := c.Conn.Read(b)
+	var n int
+	var err error
+	if c.direct != nil {
+		n, err = c.direct.read(b)
+	} else {
+		n, err = c.Conn.Read(b)
+	}
 	if n > 0 {
 		c.mu.Lock()
 		if !c.respSeen {
