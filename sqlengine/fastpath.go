@@ -169,6 +169,9 @@ type fastCall struct {
 	// column metadata.
 	learn        *fastPlan
 	learnCharset string
+	// learnConst is set when the general path's result should teach a
+	// constant SELECT its answer (see constselect.go).
+	learnConst *constSelect
 }
 
 // try runs the statement on the fast path. handled is false when the
@@ -315,6 +318,9 @@ func errorsIsCert(err error) bool {
 // learnFrom takes the column metadata of a SELECT the general path ran for
 // the fast path.
 func (fc *fastCall) learnFrom(r *sqltypes.Result) {
+	if fc.learnConst != nil {
+		fc.learnConstFrom(r)
+	}
 	p := fc.learn
 	if p == nil || len(r.Fields) == 0 {
 		return

@@ -80,6 +80,8 @@ type Handler struct {
 	beforeStatement func()
 	// fast runs hot statements without go-mysql-server (nil: off).
 	fast *fastPath
+	// consts answers SELECTs of variables and literals (constselect.go)
+	consts *constSelects
 	// users holds the users and grants (nil: no privilege checks).
 	users *mysql_db.MySQLDb
 	// processes is go-mysql-server's process list (running statements).
@@ -599,6 +601,11 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 		track(r)
 		return out(r)
 	}}
+	if info.kind == kindRead {
+		if handled, err := fc.constSelect(ctx); handled {
+			return fc, true, err
+		}
+	}
 	handled, err = fc.try(ctx)
 	return fc, handled, err
 }

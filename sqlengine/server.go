@@ -141,6 +141,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		h = NewHandler(inner, cfg.Cluster, cfg.Logger)
 		h.beforeStatement = s.refreshPrivileges
 		h.fast = newFastPath()
+		h.consts = &constSelects{}
 		h.users = db
 		h.processes = e.ProcessList
 		return h, nil
