@@ -32,6 +32,9 @@ var liveDirect atomic.Int32
 type directReader struct {
 	raw    syscall.RawConn
 	closed atomic.Bool
+	// maxBlocking is GOMAXPROCS when the connection was accepted (asking
+	// each time takes the scheduler's lock)
+	maxBlocking int32
 }
 
 // newDirectReader puts c's socket in blocking mode and returns its reader,
@@ -50,7 +53,7 @@ func newDirectReader(c net.Conn) *directReader {
 		return nil
 	}
 	liveDirect.Add(1)
-	return &directReader{raw: raw}
+	return &directReader{raw: raw, maxBlocking: int32(runtime.GOMAXPROCS(0))}
 }
 
 // read reads into b: blocked in recv(2) when there are few connections,
@@ -61,7 +64,7 @@ func (d *directReader) read(b []byte) (int, error) {
 		return 0, nil
 	}
 	flags := uintptr(syscall.MSG_DONTWAIT)
-	if liveDirect.Load() <= int32(runtime.GOMAXPROCS(0)) {
+	if liveDirect.Load() <= d.maxBlocking {
 		flags = 0
 	}
 	var n int
