@@ -43,13 +43,24 @@ type Config struct {
 	// MemTableBytes is the size of one memtable (default 8 MiB). Smaller
 	// memtables keep fewer old row versions to skip in scans.
 	MemTableBytes uint64
+	// IngestBytes is the size of a batch (its encoded bytes) from which a
+	// commit writes it as sstables and ingests them instead of committing
+	// it through the WAL and the memtable (default 16 MiB; see ingest.go).
+	IngestBytes int
 	// Logger receives pebble's log lines; nil discards them.
 	Logger pebble.Logger
 }
 
 // Engine is one node's storage.
 type Engine struct {
-	db *pebble.DB
+	db   *pebble.DB
+	opts *pebble.Options
+	fs   vfs.FS
+	dir  string
+	// ingestBytes is Config.IngestBytes; ingested counts the batches
+	// committed by ingestion.
+	ingestBytes int
+	ingested    atomic.Uint64
 
 	applyMu sync.Mutex   // serializes Apply
 	pubMu   sync.RWMutex // held for writing while a batch commits and its effects are published
@@ -90,6 +101,9 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.MemTableBytes == 0 {
 		cfg.MemTableBytes = 8 << 20
 	}
+	if cfg.IngestBytes == 0 {
+		cfg.IngestBytes = 16 << 20
+	}
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
 	opts := &pebble.Options{
@@ -117,7 +131,11 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", cfg.Dir, err)
 	}
-	e := &Engine{db: db, autoInc: map[uint64]uint64{}}
+	e := &Engine{db: db, opts: opts, fs: opts.FS, dir: cfg.Dir, ingestBytes: cfg.IngestBytes, autoInc: map[uint64]uint64{}}
+	if err := e.removeIngestLeftovers(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("storage: %w", err)
+	}
 	if err := e.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -583,6 +601,14 @@ func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[ui
 	if err := b.Set(metaKey(metaDigest), d.bytes(), nil); err != nil {
 		return err
 	}
+	var files *ingestFiles
+	if len(b.Repr()) >= e.ingestBytes {
+		var err error
+		files, err = e.writeIngestFiles(b, fmt.Sprintf("seqno-%d", seqno))
+		if err != nil && !errors.Is(err, errNotIngestible) {
+			return err
+		}
+	}
 	e.pubMu.Lock()
 	var retired *sharedSnapshot
 	defer func() {
@@ -591,8 +617,17 @@ func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[ui
 	}()
 	// The raft log, written before apply, is what makes a commit durable;
 	// the data batch rides on the next WAL sync.
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return err
+	if files != nil {
+		if err := e.ingest(files); err != nil {
+			// an ingestion fails whole: commit the batch the usual way
+			e.opts.Logger.Errorf("storage: ingesting the %d-byte batch of seqno %d failed, committing it through the WAL: %v", len(b.Repr()), seqno, err)
+			files = nil
+		}
+	}
+	if files == nil {
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return err
+		}
 	}
 	retired = e.retireSnapshot()
 	if cat != nil {

@@ -14,7 +14,14 @@ import (
 
 func openMem(t *testing.T, fs vfs.FS) *Engine {
 	t.Helper()
-	e, err := Open(Config{Dir: "db", FS: fs, CacheBytes: 8 << 20})
+	return openMemIngesting(t, fs, 0)
+}
+
+// openMemIngesting opens an engine on fs that commits batches of at least
+// ingestBytes by ingestion (0: the default).
+func openMemIngesting(t *testing.T, fs vfs.FS, ingestBytes int) *Engine {
+	t.Helper()
+	e, err := Open(Config{Dir: "db", FS: fs, CacheBytes: 8 << 20, IngestBytes: ingestBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
