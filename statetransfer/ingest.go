@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -49,11 +48,11 @@ func (in *ingester) add(k, v []byte) (bool, error) {
 	if in.w == nil {
 		in.seq++
 		in.path = in.fs.PathJoin(in.dir, fmt.Sprintf("transfer-%06d.sst", in.seq))
-		f, err := in.fs.Create(in.path, vfs.WriteCategoryUnspecified)
+		w, err := storage.CreateSSTable(in.fs, in.path, in.wo)
 		if err != nil {
 			return false, err
 		}
-		in.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), in.wo)
+		in.w = w
 		in.bytes = 0
 	}
 	if err := in.w.Set(k, v); err != nil {
