@@ -31,7 +31,11 @@
 // against), and never below seqno-Window. A key read at a position below the
 // horizon can no longer be checked and fails conservatively. Since both the
 // horizon and the window are computed from the log alone, pruning never makes
-// two nodes decide differently.
+// two nodes decide differently. An origin that retired (a node's earlier
+// incarnation, writeset.FlagRetire) no longer counts: without that, one
+// restart or abandoned commit held the horizon for a whole window, and the
+// index grew to MaxKeys (millions of keys to hold, and to replay at every
+// restart and state transfer).
 package certify
 
 import (
@@ -168,6 +172,7 @@ type entry struct {
 	lastSeen uint64
 	keys     []string
 	ok       bool
+	retire   bool // a writeset.FlagRetire write-set
 }
 
 // Index is the certification index. It is not safe for concurrent use.
@@ -205,6 +210,9 @@ type stream struct {
 type originState struct {
 	n        int
 	lastSeen uint64
+	// retired: the origin announced it sends nothing more
+	// (writeset.FlagRetire), so its lastSeen no longer holds the horizon
+	retired bool
 }
 
 // New returns an empty index.
@@ -434,7 +442,7 @@ func (ix *Index) check(ws *writeset.WriteSet) Verdict {
 	if _, dup := ix.decided[ws.ID]; dup {
 		return Verdict{Reason: ReasonDuplicate}
 	}
-	if ws.Flags&writeset.FlagHeartbeat != 0 {
+	if ws.Flags&(writeset.FlagHeartbeat|writeset.FlagRetire) != 0 {
 		return Verdict{OK: true}
 	}
 	var own writeset.ID // the streaming transaction ws belongs to
@@ -546,7 +554,7 @@ func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, ok bool) {
 		panic(fmt.Sprintf("certify: seqno %d after %d", seqno, ix.last))
 	}
 	ix.last = seqno
-	e := entry{seq: seqno, id: ws.ID, lastSeen: ws.LastSeen, ok: ok}
+	e := entry{seq: seqno, id: ws.ID, lastSeen: ws.LastSeen, ok: ok, retire: ws.Flags&writeset.FlagRetire != 0}
 	if _, dup := ix.decided[ws.ID]; !dup {
 		ix.decided[ws.ID] = seqno
 	}
@@ -615,6 +623,9 @@ func (ix *Index) record(seqno uint64, ws *writeset.WriteSet, ok bool) {
 	if ws.LastSeen > os.lastSeen {
 		os.lastSeen = ws.LastSeen
 	}
+	if e.retire {
+		os.retired = true
+	}
 	ix.log = append(ix.log, e)
 }
 
@@ -674,7 +685,7 @@ func (ix *Index) advance(seqno uint64) {
 	dropped := ix.dropLog(floor)
 	h := seqno
 	for _, os := range ix.origins {
-		if os.lastSeen < h {
+		if !os.retired && os.lastSeen < h {
 			h = os.lastSeen
 		}
 	}
@@ -700,6 +711,11 @@ func (ix *Index) dropLog(floor uint64) []entry {
 			os.n--
 			if os.n == 0 {
 				delete(ix.origins, e.id.Origin)
+			} else if e.retire {
+				// write-sets ordered after the retirement (abandoned
+				// ones, late): an index replayed from the window
+				// sees only them, so this one must count them too
+				os.retired = false
 			}
 		}
 	}

@@ -279,3 +279,109 @@ func TestAbortNode(t *testing.T) {
 func sameVerdict(a, b Verdict) bool {
 	return a.OK == b.OK && a.Reason == b.Reason && a.Conflict == b.Conflict
 }
+
+// TestRetiredOriginNoLongerHoldsTheHorizon: an origin that wrote once,
+// long ago, holds the horizon at its LastSeen for as long as its write-set
+// is in the window; once it retires (writeset.FlagRetire), the horizon
+// follows the live origins, in the live index and in one replayed from the
+// same log.
+func TestRetiredOriginNoLongerHoldsTheHorizon(t *testing.T) {
+	cfg := Config{Window: 1000, MaxKeys: 1000}
+	live := New(cfg)
+	type rec struct {
+		seq uint64
+		ws  *writeset.WriteSet
+		ok  bool
+	}
+	var log []rec
+	seq := uint64(0)
+	certify := func(ws *writeset.WriteSet) Verdict {
+		seq++
+		v := live.Certify(seq, ws)
+		log = append(log, rec{seq, ws, v.OK})
+		return v
+	}
+	write := func(origin, lastSeen uint64) {
+		ws := &writeset.WriteSet{ID: writeset.ID{Origin: origin, Seq: seq + 1}, LastSeen: lastSeen,
+			Keys: []writeset.Key{{Kind: writeset.KeyRow, Key: fmt.Appendf(nil, "k%d", seq), Pos: lastSeen}}}
+		if v := certify(ws); !v.OK {
+			t.Fatalf("seqno %d: %+v", seq, v)
+		}
+	}
+	for range 5 {
+		write(1, seq)
+	}
+	write(9, 5) // the abandoned incarnation's last write-set
+	for range 50 {
+		write(1, seq)
+		write(2, seq)
+	}
+	if h := live.Horizon(); h > 5 {
+		t.Fatalf("horizon %d passed the quiet origin's LastSeen 5", h)
+	}
+	if v := certify(&writeset.WriteSet{ID: writeset.ID{Origin: 9, Seq: 1 << 62}, Flags: writeset.FlagRetire}); !v.OK {
+		t.Fatalf("retire: %+v", v)
+	}
+	write(1, seq)
+	write(2, seq)
+	if h := live.Horizon(); h < seq-2 {
+		t.Fatalf("horizon %d at seqno %d: the retired origin still holds it", h, seq)
+	}
+	replayed := New(cfg)
+	replayed.BeginReplay(live.Horizon())
+	for _, r := range log {
+		replayed.Replay(r.seq, r.ws, r.ok)
+	}
+	replayed.FinishReplay(seq, live.Horizon())
+	write(2, seq)
+	replayed.Certify(seq, log[len(log)-1].ws)
+	if live.Horizon() != replayed.Horizon() || live.Len() != replayed.Len() {
+		t.Fatalf("live index: horizon %d, %d keys; replayed: horizon %d, %d keys", live.Horizon(), live.Len(), replayed.Horizon(), replayed.Len())
+	}
+}
+
+// TestWriteSetAfterRetirement: a write-set of a retired origin ordered after
+// its retirement (one it abandoned) counts again once the retirement leaves
+// the window, so the live index and one replayed from that window keep
+// moving their horizons alike.
+func TestWriteSetAfterRetirement(t *testing.T) {
+	cfg := Config{Window: 20, MaxKeys: 1000}
+	var log []*writeset.WriteSet
+	var oks []bool
+	live := New(cfg)
+	add := func(origin, lastSeen uint64, flags writeset.Flags) {
+		seq := uint64(len(log) + 1)
+		ws := &writeset.WriteSet{ID: writeset.ID{Origin: origin, Seq: seq}, LastSeen: lastSeen, Flags: flags}
+		if flags == 0 {
+			ws.Keys = []writeset.Key{{Kind: writeset.KeyRow, Key: fmt.Appendf(nil, "k%d", seq), Pos: lastSeen}}
+		}
+		log = append(log, ws)
+		oks = append(oks, live.Certify(seq, ws).OK)
+	}
+	for len(log) < 6 {
+		add(1, uint64(len(log)), 0)
+	}
+	add(9, 6, writeset.FlagRetire) // seqno 7
+	for len(log) < 16 {
+		add(1, uint64(len(log)), 0)
+	}
+	add(9, 12, 0) // seqno 17, late
+	for len(log) < 30 {
+		add(1, uint64(len(log)), 0)
+	}
+	// The retirement left the window at seqno 28; replay what is in it.
+	replayed := New(cfg)
+	replayed.BeginReplay(live.Horizon())
+	for i := len(log) - int(cfg.Window); i < len(log); i++ {
+		replayed.Replay(uint64(i+1), log[i], oks[i])
+	}
+	replayed.FinishReplay(uint64(len(log)), live.Horizon())
+	for len(log) < 34 {
+		add(1, uint64(len(log)), 0)
+		replayed.Certify(uint64(len(log)), log[len(log)-1])
+		if live.Horizon() != replayed.Horizon() || live.Len() != replayed.Len() {
+			t.Fatalf("seqno %d: live index: horizon %d, %d keys; replayed: horizon %d, %d keys",
+				len(log), live.Horizon(), live.Len(), replayed.Horizon(), replayed.Len())
+		}
+	}
+}

@@ -266,7 +266,8 @@ func (n *Node) start() error {
 }
 
 // reportWatermarks keeps this node's open transactions counted by the
-// certification index (txn.Manager.ReportWatermark), once a second.
+// certification index (txn.Manager.ReportWatermark), and its earlier
+// incarnations out of it (replication.Node.RetireOrigins), once a second.
 func (n *Node) reportWatermarks() {
 	defer n.wg.Done()
 	t := time.NewTicker(time.Second)
@@ -283,6 +284,8 @@ func (n *Node) reportWatermarks() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := n.Mgr.ReportWatermark(ctx); err != nil {
 			n.log.Debug("reporting the low watermark", "err", err)
+		} else if err := n.Repl.RetireOrigins(ctx); err != nil {
+			n.log.Debug("retiring this node's earlier incarnations", "err", err)
 		}
 		cancel()
 	}

@@ -12,7 +12,6 @@ package replication
 
 import (
 	"context"
-	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -186,6 +185,10 @@ type Node struct {
 	eng  *storage.Engine
 
 	origin atomic.Uint64
+	// originOrdered: a write-set of the current origin reached the log;
+	// retiring are the earlier origins not retired yet (retire.go)
+	originOrdered atomic.Bool
+	retiring      []uint64 // guarded by mu
 
 	propc    chan []byte
 	confc    chan *pb.ConfChangeV2
@@ -297,7 +300,7 @@ func Start(cfg Config) (*Node, error) {
 		appliedCh: make(chan struct{}),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.rotateOrigin()
+	n.initOrigin()
 	n.rollbackSeq.Store(1 << 63) // ids no transaction of an incarnation uses
 	var bootstrap []Member
 	if cfg.Bootstrap {
@@ -362,14 +365,6 @@ func (n *Node) Recovered() bool { return n.commitKnown.Load() && n.core.Recovere
 
 // Core is the node's replication state machine.
 func (n *Node) Core() *Core { return n.core }
-
-// rotateOrigin starts a new incarnation: write-sets from earlier ones count
-// as another node's, so an abandoned commit can never escape certification.
-func (n *Node) rotateOrigin() {
-	var b [8]byte
-	_, _ = crand.Read(b[:])
-	n.origin.Store(binary.LittleEndian.Uint64(b[:]) | 1)
-}
 
 // Stop stops the node's loop.
 func (n *Node) Stop() {
@@ -630,6 +625,7 @@ func (n *Node) onOverwritten(from uint64) {
 
 // onApplied answers the local transaction waiting for ws, if any.
 func (n *Node) onApplied(ws *writeset.WriteSet, out txn.Outcome) {
+	n.noteOrdered(ws.ID.Origin)
 	n.mu.Lock()
 	w := n.waiters[ws.ID]
 	delete(n.waiters, ws.ID)

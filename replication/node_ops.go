@@ -26,7 +26,9 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 		}
 		return txn.Outcome{}, ErrStopped
 	}
-	ws.ID.Origin = n.origin.Load()
+	if ws.Flags&writeset.FlagRetire == 0 { // a retirement names the origin it ends
+		ws.ID.Origin = n.origin.Load()
+	}
 	if ws.Flags&writeset.StreamFlags != 0 {
 		if ws.Stream.Node == 0 {
 			ws.Stream.Node = n.cfg.Self.ID

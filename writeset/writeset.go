@@ -68,6 +68,11 @@ const (
 	// FlagStreamRollback ends a streaming transaction without applying
 	// anything; it carries no keys or operations.
 	FlagStreamRollback
+	// FlagRetire ends an incarnation of a node: ID.Origin will send no
+	// more write-sets, so the certification index stops holding its
+	// horizon at that origin's last LastSeen. It carries no keys or
+	// operations.
+	FlagRetire
 )
 
 // StreamFlags are the flags of a streaming transaction's write-sets.
