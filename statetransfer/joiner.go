@@ -368,9 +368,10 @@ func (j *Joiner) storeChunk(rec *record, in *ingester, payload []byte) error {
 		p.After = append(p.After[:0], k...)
 		p.Got.Pairs++
 		p.Got.Bytes += uint64(len(k) + len(v))
-		p.Got.Digest.Toggle(k, v)
+		h := storage.PairDigest(k, v) // one hash for both digests
+		p.Got.Digest.Merge(h)
 		if storage.Replicated(k) {
-			p.Data.Toggle(k, v)
+			p.Data.Merge(h)
 		}
 		if full {
 			return j.ingest(rec, in)

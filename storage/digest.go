@@ -18,7 +18,9 @@ type Digest struct{ A, B uint64 }
 
 func (d Digest) String() string { return fmt.Sprintf("%016x%016x", d.A, d.B) }
 
-func pairHash(k, v []byte) Digest {
+// PairDigest is the digest of the one pair k, v: a caller that keeps
+// several digests over the same pairs hashes each pair once and Merges it.
+func PairDigest(k, v []byte) Digest {
 	var h xxhash.Digest
 	var out Digest
 	for i, seed := range [2]uint64{0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f} {
@@ -40,10 +42,13 @@ func pairHash(k, v []byte) Digest {
 // Toggle adds the pair k, v to the digest, or removes it if it is in.
 func (d *Digest) Toggle(k, v []byte) { d.toggle(k, v) }
 
-func (d *Digest) toggle(k, v []byte) {
-	p := pairHash(k, v)
-	d.A ^= p.A
-	d.B ^= p.B
+func (d *Digest) toggle(k, v []byte) { d.Merge(PairDigest(k, v)) }
+
+// Merge toggles the pairs of o in d: d becomes the digest of the pairs in
+// exactly one of the two.
+func (d *Digest) Merge(o Digest) {
+	d.A ^= o.A
+	d.B ^= o.B
 }
 
 func (d Digest) bytes() []byte {
