@@ -181,11 +181,21 @@ func (j *certusJoiner) TransferSummary() string {
 			Rate  float64 `json:"rate_bytes_per_sec"`
 			Peer  string  `json:"peer"`
 		} `json:"sst"`
+		Members []struct {
+			Name string `json:"name"`
+			Peer string `json:"peer_addr"`
+		} `json:"members"`
 	}
 	if json.NewDecoder(resp.Body).Decode(&st) != nil || st.SST.Total == 0 {
 		return ""
 	}
-	return fmt.Sprintf("state transfer of %.0f MB from %s at %.1f MB/s", float64(st.SST.Total)/1e6, st.SST.Peer, st.SST.Rate/1e6)
+	donor := st.SST.Peer
+	for _, m := range st.Members {
+		if m.Peer == st.SST.Peer {
+			donor = m.Name + " (" + m.Peer + ")"
+		}
+	}
+	return fmt.Sprintf("state transfer of %.0f MB from donor %s at %.1f MB/s", float64(st.SST.Total)/1e6, donor, st.SST.Rate/1e6)
 }
 
 // DataDir is node i's (from 1) data directory.
