@@ -59,12 +59,64 @@ func (f *ingestFiles) remove() {
 // not overlap the raft log's or the metadata's files. name distinguishes
 // the files of concurrent callers.
 func (e *Engine) writeIngestFiles(b *pebble.Batch, name string) (*ingestFiles, error) {
+	dir := e.fs.PathJoin(e.dir, ingestDir)
+	if err := e.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	files := &ingestFiles{fs: e.fs}
+	// the level-0 writer options: ingested files overlapping the data land
+	// in L0, whose blocks are not compressed (see compression)
+	wo := e.opts.MakeWriterOptions(0, e.db.TableFormat())
+	var w *sstable.Writer
+	var space byte
+	write := func(k, v []byte, del bool) error {
+		if w == nil || k[0] != space {
+			if w != nil {
+				if err := w.Close(); err != nil {
+					w = nil
+					return err
+				}
+			}
+			p := e.fs.PathJoin(dir, fmt.Sprintf("%s-%03d.sst", name, len(files.paths)))
+			var err error
+			if w, err = CreateSSTable(e.fs, p, wo); err != nil {
+				return err
+			}
+			files.paths = append(files.paths, p)
+			space = k[0]
+		}
+		if del {
+			return w.Delete(k)
+		}
+		return w.Set(k, v)
+	}
+	var err error
+	if b.Indexed() {
+		err = finalOpsIndexed(b, write)
+	} else {
+		err = finalOpsSorted(b, write)
+	}
+	if w != nil {
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		files.remove()
+		return nil, err
+	}
+	return files, nil
+}
+
+// finalOpsSorted calls fn with the last operation of b on every key, in key
+// order, by sorting b's operations.
+func finalOpsSorted(b *pebble.Batch, fn func(k, v []byte, del bool) error) error {
 	entries := make([]batchEntry, 0, b.Count())
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
 		if err != nil {
-			return nil, fmt.Errorf("%w: batch: %v", ErrCorruptData, err)
+			return fmt.Errorf("%w: batch: %v", ErrCorruptData, err)
 		}
 		if !ok {
 			break
@@ -75,7 +127,7 @@ func (e *Engine) writeIngestFiles(b *pebble.Batch, name string) (*ingestFiles, e
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized:
 			entries = append(entries, batchEntry{key: k, del: true, pos: len(entries)})
 		default:
-			return nil, errNotIngestible
+			return errNotIngestible
 		}
 	}
 	// a key's operations stay in batch order, so the last wins (a stable
@@ -86,57 +138,66 @@ func (e *Engine) writeIngestFiles(b *pebble.Batch, name string) (*ingestFiles, e
 		}
 		return a.pos - b.pos
 	})
-	dir := e.fs.PathJoin(e.dir, ingestDir)
-	if err := e.fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	files := &ingestFiles{fs: e.fs}
-	// the level-0 writer options: ingested files overlapping the data land
-	// in L0, whose blocks are not compressed (see compression)
-	wo := e.opts.MakeWriterOptions(0, e.db.TableFormat())
-	var w *sstable.Writer
-	closeFile := func() error {
-		if w == nil {
-			return nil
-		}
-		err := w.Close()
-		w = nil
-		return err
-	}
 	for i, en := range entries {
 		if i+1 < len(entries) && bytes.Equal(entries[i+1].key, en.key) {
 			continue // a later operation on the same key replaces this one
 		}
-		if w == nil || en.key[0] != entries[i-1].key[0] {
-			if err := closeFile(); err != nil {
-				files.remove()
-				return nil, err
-			}
-			p := e.fs.PathJoin(dir, fmt.Sprintf("%s-%03d.sst", name, len(files.paths)))
-			var err error
-			if w, err = CreateSSTable(e.fs, p, wo); err != nil {
-				files.remove()
-				return nil, err
-			}
-			files.paths = append(files.paths, p)
+		if err := fn(en.key, en.value, en.del); err != nil {
+			return err
 		}
-		var err error
-		if en.del {
-			err = w.Delete(en.key)
-		} else {
-			err = w.Set(en.key, en.value)
-		}
+	}
+	return nil
+}
+
+// finalOpsIndexed is finalOpsSorted for an indexed batch (a streaming
+// transaction's provisional batch), whose index already orders its keys:
+// its own iterator gives every key whose last operation is a Set, and only
+// the deleted keys are sorted. Sorting all of a million-row batch's
+// operations took most of a second under load, its iterator a tenth.
+func finalOpsIndexed(b *pebble.Batch, fn func(k, v []byte, del bool) error) error {
+	var dels [][]byte
+	r := b.Reader()
+	for {
+		kind, k, _, ok, err := r.Next()
 		if err != nil {
-			_ = closeFile()
-			files.remove()
-			return nil, err
+			return fmt.Errorf("%w: batch: %v", ErrCorruptData, err)
+		}
+		if !ok {
+			break
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet:
+		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized:
+			dels = append(dels, k)
+		default:
+			return errNotIngestible
 		}
 	}
-	if err := closeFile(); err != nil {
-		files.remove()
-		return nil, err
+	slices.SortFunc(dels, bytes.Compare)
+	dels = slices.CompactFunc(dels, bytes.Equal)
+	it, err := b.NewBatchOnlyIter(context.Background(), nil)
+	if err != nil {
+		return err
 	}
-	return files, nil
+	valid := it.First()
+	for err == nil && (valid || len(dels) > 0) {
+		switch {
+		case len(dels) > 0 && (!valid || bytes.Compare(dels[0], it.Key()) < 0):
+			// deleted last: the iterator hides it
+			err = fn(dels[0], nil, true)
+			dels = dels[1:]
+		default:
+			if len(dels) > 0 && bytes.Equal(dels[0], it.Key()) {
+				dels = dels[1:] // set again after its deletion
+			}
+			err = fn(it.Key(), it.Value(), false)
+			valid = it.Next()
+		}
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // CreateSSTable creates the file path on fs and returns a writer of an

@@ -1,0 +1,85 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestIngestEqualsCommit: a batch of random sets and deletes over two key
+// spaces, some of them repeated on one key and some on keys the database
+// already holds, leaves the database the same whether it is committed or
+// written as sstables and ingested, from an indexed batch and a plain one.
+func TestIngestEqualsCommit(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		for _, indexed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("seed=%d/indexed=%v", seed, indexed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 7))
+				committed, ingested := openMem(t, vfs.NewMem()), openMem(t, vfs.NewMem())
+				defer committed.Close()
+				defer ingested.Close()
+				key := func() []byte { return fmt.Appendf([]byte{0xf0 + byte(rng.IntN(2))}, "k%03d", rng.IntN(60)) }
+				for _, e := range []*Engine{committed, ingested} {
+					b := e.db.NewBatch()
+					for i := range 30 {
+						_ = b.Set(fmt.Appendf([]byte{0xf0 + byte(i%2)}, "k%03d", i*2), []byte("old"), nil)
+					}
+					if err := b.Commit(pebble.NoSync); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ops := make([]func(*pebble.Batch), 1+rng.IntN(200))
+				for i := range ops {
+					k, v := key(), fmt.Appendf(nil, "v%d", i)
+					if rng.IntN(3) == 0 {
+						ops[i] = func(b *pebble.Batch) { _ = b.Delete(k, nil) }
+					} else {
+						ops[i] = func(b *pebble.Batch) { _ = b.Set(k, v, nil) }
+					}
+				}
+				batch := func(e *Engine) *pebble.Batch {
+					b := e.db.NewBatch()
+					if indexed {
+						b = e.db.NewIndexedBatch()
+					}
+					for _, op := range ops {
+						op(b)
+					}
+					return b
+				}
+				if err := batch(committed).Commit(pebble.NoSync); err != nil {
+					t.Fatal(err)
+				}
+				files, err := ingested.writeIngestFiles(batch(ingested), "t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := ingested.ingest(files); err != nil {
+					t.Fatal(err)
+				}
+				want, got := dumpRange(t, committed.db, 0xf0, 0xf2), dumpRange(t, ingested.db, 0xf0, 0xf2)
+				if want != got {
+					t.Fatalf("%d operations: committed\n%s\ningested\n%s", len(ops), want, got)
+				}
+			})
+		}
+	}
+}
+
+// dumpRange prints the pairs of r with a first byte in [lo, hi).
+func dumpRange(t *testing.T, r pebble.Reader, lo, hi byte) string {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{lo}, UpperBound: []byte{hi}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var out bytes.Buffer
+	for it.First(); it.Valid(); it.Next() {
+		fmt.Fprintf(&out, "%x=%s\n", it.Key(), it.Value())
+	}
+	return out.String()
+}
