@@ -108,10 +108,9 @@ func (e *Engine) writeIngestFiles(b *pebble.Batch, name string) (*ingestFiles, e
 	return files, nil
 }
 
-// finalOpsSorted calls fn with the last operation of b on every key, in key
-// order, by sorting b's operations.
-func finalOpsSorted(b *pebble.Batch, fn func(k, v []byte, del bool) error) error {
-	entries := make([]batchEntry, 0, b.Count())
+// batchOps calls fn with every Set and Delete of b, in batch order, and
+// fails with errNotIngestible at any other operation.
+func batchOps(b *pebble.Batch, fn func(k, v []byte, del bool)) error {
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
@@ -119,16 +118,27 @@ func finalOpsSorted(b *pebble.Batch, fn func(k, v []byte, del bool) error) error
 			return fmt.Errorf("%w: batch: %v", ErrCorruptData, err)
 		}
 		if !ok {
-			break
+			return nil
 		}
 		switch kind {
 		case pebble.InternalKeyKindSet:
-			entries = append(entries, batchEntry{key: k, value: v, pos: len(entries)})
+			fn(k, v, false)
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized:
-			entries = append(entries, batchEntry{key: k, del: true, pos: len(entries)})
+			fn(k, nil, true)
 		default:
 			return errNotIngestible
 		}
+	}
+}
+
+// finalOpsSorted calls fn with the last operation of b on every key, in key
+// order, by sorting b's operations.
+func finalOpsSorted(b *pebble.Batch, fn func(k, v []byte, del bool) error) error {
+	entries := make([]batchEntry, 0, b.Count())
+	if err := batchOps(b, func(k, v []byte, del bool) {
+		entries = append(entries, batchEntry{key: k, value: v, del: del, pos: len(entries)})
+	}); err != nil {
+		return err
 	}
 	// a key's operations stay in batch order, so the last wins (a stable
 	// sort did that too, three times slower on a million shuffled keys)
@@ -156,22 +166,12 @@ func finalOpsSorted(b *pebble.Batch, fn func(k, v []byte, del bool) error) error
 // operations took most of a second under load, its iterator a tenth.
 func finalOpsIndexed(b *pebble.Batch, fn func(k, v []byte, del bool) error) error {
 	var dels [][]byte
-	r := b.Reader()
-	for {
-		kind, k, _, ok, err := r.Next()
-		if err != nil {
-			return fmt.Errorf("%w: batch: %v", ErrCorruptData, err)
-		}
-		if !ok {
-			break
-		}
-		switch kind {
-		case pebble.InternalKeyKindSet:
-		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized:
+	if err := batchOps(b, func(k, _ []byte, del bool) {
+		if del {
 			dels = append(dels, k)
-		default:
-			return errNotIngestible
 		}
+	}); err != nil {
+		return err
 	}
 	slices.SortFunc(dels, bytes.Compare)
 	dels = slices.CompactFunc(dels, bytes.Equal)
