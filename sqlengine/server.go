@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 
 	sqle "github.com/dolthub/go-mysql-server"
@@ -56,6 +57,25 @@ func init() {
 	// go-mysql-server logs every failed query at warning level; clients
 	// get the error, the node's log does not need it.
 	logrus.SetLevel(logrus.ErrorLevel)
+	logrus.SetFormatter(abortedAsWarning{&logrus.TextFormatter{}})
+}
+
+// abortedAsWarning formats vitess's "Error reading packet" line for a
+// client that went away with a reset (sysbench does at its end, as does any
+// killed client) as the warning MariaDB logs for an aborted connection,
+// rather than as an error of the node.
+type abortedAsWarning struct{ logrus.Formatter }
+
+// Format implements logrus.Formatter.
+func (f abortedAsWarning) Format(e *logrus.Entry) ([]byte, error) {
+	if e.Level == logrus.ErrorLevel && strings.HasPrefix(e.Message, "Error reading packet from") &&
+		(strings.Contains(e.Message, "connection reset by peer") || strings.Contains(e.Message, "broken pipe")) {
+		w := *e
+		w.Level = logrus.WarnLevel
+		w.Message = "aborted connection (" + strings.TrimPrefix(e.Message, "Error reading packet from ") + ")"
+		return f.Formatter.Format(&w)
+	}
+	return f.Formatter.Format(e)
 }
 
 // NewEngine builds a go-mysql-server engine over p, with the wsrep
