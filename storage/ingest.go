@@ -70,6 +70,9 @@ func (e *Engine) writeIngestFiles(b *pebble.Batch, name string) (*ingestFiles, e
 	var w *sstable.Writer
 	var space byte
 	write := func(k, v []byte, del bool) error {
+		if len(k) == 0 {
+			return errNotIngestible // no key space to file it under
+		}
 		if w == nil || k[0] != space {
 			if w != nil {
 				if err := w.Close(); err != nil {
