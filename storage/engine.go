@@ -54,8 +54,7 @@ type Config struct {
 // Engine is one node's storage.
 type Engine struct {
 	db   *pebble.DB
-	opts *pebble.Options
-	fs   vfs.FS
+	opts *pebble.Options // opts.FS holds the database
 	dir  string
 	// ingestBytes is Config.IngestBytes; ingested counts the batches
 	// committed by ingestion.
@@ -131,7 +130,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", cfg.Dir, err)
 	}
-	e := &Engine{db: db, opts: opts, fs: opts.FS, dir: cfg.Dir, ingestBytes: cfg.IngestBytes, autoInc: map[uint64]uint64{}}
+	e := &Engine{db: db, opts: opts, dir: cfg.Dir, ingestBytes: cfg.IngestBytes, autoInc: map[uint64]uint64{}}
 	if err := e.removeIngestLeftovers(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("storage: %w", err)

@@ -59,11 +59,11 @@ func (f *ingestFiles) remove() {
 // not overlap the raft log's or the metadata's files. name distinguishes
 // the files of concurrent callers.
 func (e *Engine) writeIngestFiles(b *pebble.Batch, name string) (*ingestFiles, error) {
-	dir := e.fs.PathJoin(e.dir, ingestDir)
-	if err := e.fs.MkdirAll(dir, 0o755); err != nil {
+	dir := e.opts.FS.PathJoin(e.dir, ingestDir)
+	if err := e.opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	files := &ingestFiles{fs: e.fs}
+	files := &ingestFiles{fs: e.opts.FS}
 	// the level-0 writer options: ingested files overlapping the data land
 	// in L0, whose blocks are not compressed (see compression)
 	wo := e.opts.MakeWriterOptions(0, e.db.TableFormat())
@@ -80,9 +80,9 @@ func (e *Engine) writeIngestFiles(b *pebble.Batch, name string) (*ingestFiles, e
 					return err
 				}
 			}
-			p := e.fs.PathJoin(dir, fmt.Sprintf("%s-%03d.sst", name, len(files.paths)))
+			p := e.opts.FS.PathJoin(dir, fmt.Sprintf("%s-%03d.sst", name, len(files.paths)))
 			var err error
-			if w, err = CreateSSTable(e.fs, p, wo); err != nil {
+			if w, err = CreateSSTable(e.opts.FS, p, wo); err != nil {
 				return err
 			}
 			files.paths = append(files.paths, p)
@@ -258,9 +258,9 @@ func (e *Engine) IngestedBatches() uint64 { return e.ingested.Load() }
 // removeIngestLeftovers deletes files a crash left before their ingestion
 // (they were never part of the database).
 func (e *Engine) removeIngestLeftovers() error {
-	dir := e.fs.PathJoin(e.dir, ingestDir)
-	if _, err := e.fs.Stat(dir); err != nil {
+	dir := e.opts.FS.PathJoin(e.dir, ingestDir)
+	if _, err := e.opts.FS.Stat(dir); err != nil {
 		return nil // none
 	}
-	return e.fs.RemoveAll(dir)
+	return e.opts.FS.RemoveAll(dir)
 }
