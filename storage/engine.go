@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/sstable/block"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -125,6 +126,9 @@ func Open(cfg Config) (*Engine, error) {
 		opts.Logger = quietLogger{}
 	}
 	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return compression })
+	for i := bottomLevels; i < len(opts.Levels); i++ {
+		opts.Levels[i].BlockSize = bottomBlockSize
+	}
 	opts.EnsureDefaults()
 	db, err := pebble.Open(cfg.Dir, opts)
 	if err != nil {
@@ -659,16 +663,52 @@ func (e *Engine) CompactTable(ctx context.Context, tableID uint64) error {
 // the compactions of the upper levels rewrite the same rows again soon:
 // compressing them cost a fifth of a node's CPU under bulk inserts
 // (snappy), so they are stored as they are; the lower levels, where data
-// settles and most of it lives, use the fastest compressor (MinLZ on
-// amd64).
+// settles and most of it lives, use sampledSnappy.
 var compression = func() pebble.DBCompressionSettings {
-	cs := pebble.UniformDBCompressionSettings(block.FastestCompression)
+	cs := pebble.UniformDBCompressionSettings(sampledSnappy)
 	cs.Name = "certus"
 	for i := 0; i < 3; i++ {
 		cs.Levels[i] = block.NoCompression
 	}
 	return cs
 }()
+
+// The bottom levels (from bottomLevels down) hold most of the data, and
+// what reads it in whole ranges (a state transfer's donor, compactions,
+// table scans) paid a cache insertion, an allocation and a pread per
+// block: with pebble's default 4 KiB blocks that was more than half of a
+// donor's streaming CPU. Their blocks are bottomBlockSize instead, as
+// CockroachDB's are; a point read that misses the block cache then reads
+// one larger block.
+const (
+	bottomLevels    = 5
+	bottomBlockSize = 32 << 10
+)
+
+// sampledSnappy compresses data blocks with snappy only while that pays:
+// pebble's adaptive compressor compresses about one block in ten both
+// ways and, while snappy saves less than a quarter on them, stores the
+// others as they are without compressing them. Random text or binary
+// (sysbench's rows, hashes, UUIDs, compressed payloads) saves little
+// (sysbench's: 0.4% in 4 KiB blocks, 16% in 32 KiB ones), and compressing
+// it anyway was a quarter of a state transfer joiner's CPU; text and
+// repetitive rows (which save 80% and more) are still compressed. (MinLZ would be faster but needs a newer table format
+// than the engine's; a profile naming it falls back to plain snappy.)
+var sampledSnappy = &block.CompressionProfile{
+	Name:                           "certus-sampled-snappy",
+	DataBlocks:                     block.SnappyCompression.DataBlocks,
+	ValueBlocks:                    block.SnappyCompression.ValueBlocks,
+	OtherBlocks:                    block.NoCompression.OtherBlocks,
+	MinReductionPercent:            12,
+	AdaptiveReductionCutoffPercent: 25,
+}
+
+// BottomWriterOptions are the options the engine writes its bottom
+// level's sstables with, for sstables built outside the engine that are
+// ingested into it whole (a state transfer's).
+func (e *Engine) BottomWriterOptions() sstable.WriterOptions {
+	return e.opts.MakeWriterOptions(len(e.opts.Levels)-1, e.db.TableFormat())
+}
 
 // Sync makes everything committed so far durable.
 func (e *Engine) Sync() error {

@@ -83,3 +83,53 @@ func dumpRange(t *testing.T, r pebble.Reader, lo, hi byte) string {
 	}
 	return out.String()
 }
+
+// TestBottomLevelCompression: the bottom level's sstables compress rows
+// that compress and store the others as they are. (A profile naming an
+// algorithm the engine's table format lacks would silently become plain
+// snappy everywhere; a change of pebble's adaptive compressor shows here.)
+func TestBottomLevelCompression(t *testing.T) {
+	fs := vfs.NewMem()
+	e := openMem(t, fs)
+	defer e.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name   string
+		value  func(i int) []byte
+		lo, hi float64 // bounds of file size / raw bytes
+	}{
+		{"text", func(i int) []byte {
+			return fmt.Appendf(nil, "customer %d lives at %d main street and likes the colour blue very much", i%100, i%50)
+		}, 0, 0.5},
+		{"digits", func(int) []byte {
+			v := make([]byte, 180)
+			for j := range v {
+				v[j] = '0' + byte(rng.IntN(10))
+			}
+			return v
+		}, 0.95, 1.2},
+	} {
+		w, err := CreateSSTable(fs, tc.name+".sst", e.BottomWriterOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := 0
+		for i := range 20000 {
+			k, v := fmt.Appendf(nil, "k%08d", i), tc.value(i)
+			raw += len(k) + len(v)
+			if err := w.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := fs.Stat(tc.name + ".sst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := float64(st.Size()) / float64(raw); r < tc.lo || r > tc.hi {
+			t.Errorf("%s: the file is %.2f of the raw bytes, want %.2f-%.2f", tc.name, r, tc.lo, tc.hi)
+		}
+	}
+}
