@@ -193,8 +193,10 @@ func (n *Node) start() error {
 		return err
 	}
 	n.tr.HandleStateTransfer(n.donor.Serve)
+	wo := n.Eng.BottomWriterOptions()
 	n.joiner = statetransfer.NewJoiner(statetransfer.JoinerConfig{
-		Name: cfg.Name, DB: n.Eng.DB(), TempDir: filepath.Join(cfg.DataDir, "sst-incoming"), Ranges: ranges, RecordKey: replication.TransferRecordKey,
+		Name: cfg.Name, DB: n.Eng.DB(), TempDir: filepath.Join(cfg.DataDir, "sst-incoming"), WriterOptions: &wo,
+		Ranges: ranges, RecordKey: replication.TransferRecordKey,
 		Dial: n.tr.DialStateTransfer, Logger: n.log,
 	})
 	n.Repl, err = replication.Start(replication.Config{

@@ -161,7 +161,9 @@ func (d *Donor) Serve(ctx context.Context, c io.Writer, payload []byte) error {
 	if !resumed {
 		after = nil
 	}
-	w := bufio.NewWriterSize(c, 2*d.cfg.ChunkBytes)
+	// small frames (header, end) are buffered; a chunk's frame is larger
+	// than the buffer and goes to c directly, without another copy
+	w := bufio.NewWriterSize(c, 64<<10)
 	total := d.total(cp)
 	hdr, _ := json.Marshal(header{Checkpoint: cp.id, Meta: cp.meta, Total: total, Resumed: resumed})
 	if err := frame.Write(w, frameHeader, hdr); err != nil {
@@ -194,11 +196,12 @@ func (d *Donor) stream(ctx context.Context, w *bufio.Writer, cp *checkpoint, aft
 	buf := make([]byte, 0, d.cfg.ChunkBytes+4096)
 	var sent summary     // what this stream sent
 	pending := uint64(0) // pair bytes in buf
+	var out []byte       // the frame of a chunk, reused
 	flush := func() error {
 		if len(buf) == 0 {
 			return nil
 		}
-		out := frame.Append(nil, frameChunk, buf)
+		out = frame.Append(out[:0], frameChunk, buf)
 		if d.corrupt.Load() > 0 && d.corrupt.Add(-1) >= 0 {
 			out[len(out)/2] ^= 0xff // the frame checksum no longer matches
 			d.log.Warn("fault injection: corrupting a state transfer chunk")

@@ -33,13 +33,19 @@ type ingester struct {
 	pending record
 }
 
-func newIngester(db *pebble.DB, fs vfs.FS, dir string, fileBytes uint64) (*ingester, error) {
+// newIngester returns an ingester writing files of fileBytes into dir with
+// wo (nil: pebble's defaults at db's table format).
+func newIngester(db *pebble.DB, fs vfs.FS, dir string, fileBytes uint64, wo *sstable.WriterOptions) (*ingester, error) {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	opts := &pebble.Options{}
-	opts.EnsureDefaults()
-	return &ingester{db: db, fs: fs, dir: dir, fileBytes: fileBytes, wo: opts.MakeWriterOptions(0, db.TableFormat())}, nil
+	if wo == nil {
+		opts := &pebble.Options{}
+		opts.EnsureDefaults()
+		d := opts.MakeWriterOptions(0, db.TableFormat())
+		wo = &d
+	}
+	return &ingester{db: db, fs: fs, dir: dir, fileBytes: fileBytes, wo: *wo}, nil
 }
 
 // add appends one pair (keys arrive in increasing order) and reports

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/certusdb/certus/internal/frame"
@@ -32,6 +33,10 @@ type JoinerConfig struct {
 	// they are ingested.
 	FS      vfs.FS
 	TempDir string
+	// WriterOptions are those sstables' options (nil: pebble's defaults at
+	// DB's table format); they should be those of DB's bottom level,
+	// where the files land.
+	WriterOptions *sstable.WriterOptions
 	// FileBytes is the size of those sstables (default: a sixteenth of
 	// the state, 1-64 MiB). A resumed transfer sends at most one file
 	// again.
@@ -319,7 +324,7 @@ func (j *Joiner) fetch(ctx context.Context, rec *record) error {
 	if fileBytes == 0 {
 		fileBytes = min(max(rec.Total.Bytes/16, 1<<20), 64<<20)
 	}
-	in, err := newIngester(j.cfg.DB, j.cfg.FS, j.cfg.TempDir, fileBytes)
+	in, err := newIngester(j.cfg.DB, j.cfg.FS, j.cfg.TempDir, fileBytes, j.cfg.WriterOptions)
 	if err != nil {
 		return err
 	}
