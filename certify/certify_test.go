@@ -39,12 +39,7 @@ func TestReplayRebuildsTheIndex(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		cfg := Config{Window: 40, MaxKeys: 1000}
 		live := New(cfg)
-		type rec struct {
-			seq uint64
-			ws  *writeset.WriteSet
-			ok  bool
-		}
-		var log []rec
+		var log []logged
 		seq := uint64(0)
 		seen := map[uint64]uint64{}
 		next := func(ix []*Index) []Verdict {
@@ -54,7 +49,7 @@ func TestReplayRebuildsTheIndex(t *testing.T) {
 			for _, x := range ix {
 				out = append(out, x.Certify(seq, ws))
 			}
-			log = append(log, rec{seq, ws, out[0].OK})
+			log = append(log, logged{seq, ws, out[0].OK})
 			return out
 		}
 		failed := 0
@@ -68,14 +63,12 @@ func TestReplayRebuildsTheIndex(t *testing.T) {
 		if failed > 100 || horizon < 100 {
 			t.Fatalf("seed %d: %d conflicts, horizon %d: the log does not exercise the index", seed, failed, horizon)
 		}
-		full, skipping := New(cfg), New(cfg)
-		skipping.BeginReplay(horizon)
+		full := New(cfg)
 		for _, r := range log {
 			full.Replay(r.seq, r.ws, r.ok)
-			skipping.Replay(r.seq, r.ws, r.ok)
 		}
 		full.FinishReplay(seq, horizon)
-		skipping.FinishReplay(seq, horizon)
+		skipping := replayLog(cfg, log, horizon)
 		if full.Len() != live.Len() || skipping.Len() != live.Len() {
 			t.Fatalf("seed %d: keys held: live %d, full replay %d, skipping replay %d", seed, live.Len(), full.Len(), skipping.Len())
 		}
@@ -280,6 +273,25 @@ func sameVerdict(a, b Verdict) bool {
 	return a.OK == b.OK && a.Reason == b.Reason && a.Conflict == b.Conflict
 }
 
+// logged is a certified write-set as the log keeps it: its seqno and verdict.
+type logged struct {
+	seq uint64
+	ws  *writeset.WriteSet
+	ok  bool
+}
+
+// replayLog rebuilds an index from log (ending at the applied seqno) as a
+// restarting node does, skipping the keys below horizon.
+func replayLog(cfg Config, log []logged, horizon uint64) *Index {
+	x := New(cfg)
+	x.BeginReplay(horizon)
+	for _, r := range log {
+		x.Replay(r.seq, r.ws, r.ok)
+	}
+	x.FinishReplay(log[len(log)-1].seq, horizon)
+	return x
+}
+
 // TestRetiredOriginNoLongerHoldsTheHorizon: an origin that wrote once,
 // long ago, holds the horizon at its LastSeen for as long as its write-set
 // is in the window; once it retires (writeset.FlagRetire), the horizon
@@ -288,17 +300,12 @@ func sameVerdict(a, b Verdict) bool {
 func TestRetiredOriginNoLongerHoldsTheHorizon(t *testing.T) {
 	cfg := Config{Window: 1000, MaxKeys: 1000}
 	live := New(cfg)
-	type rec struct {
-		seq uint64
-		ws  *writeset.WriteSet
-		ok  bool
-	}
-	var log []rec
+	var log []logged
 	seq := uint64(0)
 	certify := func(ws *writeset.WriteSet) Verdict {
 		seq++
 		v := live.Certify(seq, ws)
-		log = append(log, rec{seq, ws, v.OK})
+		log = append(log, logged{seq, ws, v.OK})
 		return v
 	}
 	write := func(origin, lastSeen uint64) {
@@ -327,12 +334,7 @@ func TestRetiredOriginNoLongerHoldsTheHorizon(t *testing.T) {
 	if h := live.Horizon(); h < seq-2 {
 		t.Fatalf("horizon %d at seqno %d: the retired origin still holds it", h, seq)
 	}
-	replayed := New(cfg)
-	replayed.BeginReplay(live.Horizon())
-	for _, r := range log {
-		replayed.Replay(r.seq, r.ws, r.ok)
-	}
-	replayed.FinishReplay(seq, live.Horizon())
+	replayed := replayLog(cfg, log, live.Horizon())
 	write(2, seq)
 	replayed.Certify(seq, log[len(log)-1].ws)
 	if live.Horizon() != replayed.Horizon() || live.Len() != replayed.Len() {
@@ -346,8 +348,7 @@ func TestRetiredOriginNoLongerHoldsTheHorizon(t *testing.T) {
 // moving their horizons alike.
 func TestWriteSetAfterRetirement(t *testing.T) {
 	cfg := Config{Window: 20, MaxKeys: 1000}
-	var log []*writeset.WriteSet
-	var oks []bool
+	var log []logged
 	live := New(cfg)
 	add := func(origin, lastSeen uint64, flags writeset.Flags) {
 		seq := uint64(len(log) + 1)
@@ -355,8 +356,7 @@ func TestWriteSetAfterRetirement(t *testing.T) {
 		if flags == 0 {
 			ws.Keys = []writeset.Key{{Kind: writeset.KeyRow, Key: fmt.Appendf(nil, "k%d", seq), Pos: lastSeen}}
 		}
-		log = append(log, ws)
-		oks = append(oks, live.Certify(seq, ws).OK)
+		log = append(log, logged{seq, ws, live.Certify(seq, ws).OK})
 	}
 	for len(log) < 6 {
 		add(1, uint64(len(log)), 0)
@@ -370,15 +370,10 @@ func TestWriteSetAfterRetirement(t *testing.T) {
 		add(1, uint64(len(log)), 0)
 	}
 	// The retirement left the window at seqno 28; replay what is in it.
-	replayed := New(cfg)
-	replayed.BeginReplay(live.Horizon())
-	for i := len(log) - int(cfg.Window); i < len(log); i++ {
-		replayed.Replay(uint64(i+1), log[i], oks[i])
-	}
-	replayed.FinishReplay(uint64(len(log)), live.Horizon())
+	replayed := replayLog(cfg, log[len(log)-int(cfg.Window):], live.Horizon())
 	for len(log) < 34 {
 		add(1, uint64(len(log)), 0)
-		replayed.Certify(uint64(len(log)), log[len(log)-1])
+		replayed.Certify(uint64(len(log)), log[len(log)-1].ws)
 		if live.Horizon() != replayed.Horizon() || live.Len() != replayed.Len() {
 			t.Fatalf("seqno %d: live index: horizon %d, %d keys; replayed: horizon %d, %d keys",
 				len(log), live.Horizon(), live.Len(), replayed.Horizon(), replayed.Len())
