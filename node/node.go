@@ -228,6 +228,7 @@ func (n *Node) start() error {
 		n.log.Info("added to the cluster; catching up", "cluster_uuid", reply.ClusterUUID, "members", len(reply.Members))
 	}
 	n.Mgr = txn.NewManager(txn.Config{Engine: n.Eng, Replicator: n.Repl, StreamBytes: cfg.StreamThreshold})
+	n.Repl.SetRemoteWriteObserver(n.Mgr.RemoteWrite)
 	p := sqlengine.NewProvider(n.Mgr)
 	n.SQL, err = sqlengine.NewServer(sqlengine.ServerConfig{
 		Addr:         cfg.SQLAddr,

@@ -116,7 +116,7 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 		"certus_streamed_fragments":    n.Mgr.Fragments.Load(),
 		"certus_open_streams":          n.Eng.OpenStreams(),
 		"wsrep_local_cert_failures":    stats.CertFailures.Load(),
-		"wsrep_local_bf_aborts":        uint64(0),
+		"wsrep_local_bf_aborts":        n.Mgr.BFAborts.Load(),
 		"wsrep_local_recv_queue":       recvQueue,
 		"wsrep_local_recv_queue_avg":   fc.QueueAvg,
 		"wsrep_local_recv_queue_min":   fc.QueueMin,

@@ -185,6 +185,9 @@ type Node struct {
 	eng  *storage.Engine
 
 	origin atomic.Uint64
+	// remoteWrites, when set, is told of every applied write-set of
+	// another origin (SetRemoteWriteObserver)
+	remoteWrites atomic.Pointer[func(ws *writeset.WriteSet, seqno uint64)]
 	// originOrdered: a write-set of the current origin reached the log;
 	// retiring are the earlier origins not retired yet (retire.go)
 	originOrdered atomic.Bool
@@ -383,6 +386,13 @@ func (n *Node) Stop() {
 
 // Origin implements txn.Replicator.
 func (n *Node) Origin() uint64 { return n.origin.Load() }
+
+// SetRemoteWriteObserver makes the node call fn, on its apply goroutine,
+// after it applied a write-set that another origin (another node, or an
+// earlier incarnation of this one) built; seqno is its position.
+func (n *Node) SetRemoteWriteObserver(fn func(ws *writeset.WriteSet, seqno uint64)) {
+	n.remoteWrites.Store(&fn)
+}
 
 // Step hands a message from a peer to the node.
 func (n *Node) Step(m *pb.Message) {
@@ -626,6 +636,9 @@ func (n *Node) onOverwritten(from uint64) {
 // onApplied answers the local transaction waiting for ws, if any.
 func (n *Node) onApplied(ws *writeset.WriteSet, out txn.Outcome) {
 	n.noteOrdered(ws.ID.Origin)
+	if f := n.remoteWrites.Load(); f != nil && out.Committed && ws.ID.Origin != n.origin.Load() {
+		(*f)(ws, out.Seqno)
+	}
 	n.mu.Lock()
 	w := n.waiters[ws.ID]
 	delete(n.waiters, ws.ID)

@@ -451,5 +451,39 @@ func TestCrossNodeConflict(t *testing.T) {
 		t.Fatalf("v = %d after 300 increments with %d reported failures, want %d", v, fails.Load(), want)
 	}
 	t.Logf("300 concurrent autocommit increments on 3 nodes: %d returned 1213 after retry", fails.Load())
+
+	// A row another node inserts while a transaction here holds its lock
+	// (its DELETE found no row) ends the transaction with 1213 at its
+	// INSERT of that row, as Galera's brute-force abort does, not with
+	// 1062. sysbench's oltp_read_write deletes and re-inserts one row per
+	// transaction, so it meets this as soon as a row is missing.
+	victim, err := c.Nodes[0].DB("cc").BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := mustExec(t, victim, "DELETE FROM t WHERE id = 2").RowsAffected(); n != 0 {
+		t.Fatalf("DELETE of a missing row affected %d rows", n)
+	}
+	mustExec(t, c.Nodes[1].DB("cc"), "INSERT INTO t VALUES (2, 0)")
+	conn1, err := c.Nodes[0].DB("cc").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn1.Close()
+	if _, err := conn1.ExecContext(ctx, "SET SESSION wsrep_sync_wait=1"); err != nil {
+		t.Fatal(err)
+	}
+	var n2 int
+	if err := conn1.QueryRowContext(ctx, "SELECT COUNT(*) FROM t WHERE id = 2").Scan(&n2); err != nil || n2 != 1 {
+		t.Fatalf("node 1 after node 2's insert: %d rows, %v", n2, err)
+	}
+	_, err = victim.Exec("INSERT INTO t VALUES (2, 5)")
+	wantErr(t, err, 1213, "40001")
+	_ = victim.Rollback()
+	var name string
+	var bf int
+	if err := conn1.QueryRowContext(ctx, "SHOW STATUS LIKE 'wsrep_local_bf_aborts'").Scan(&name, &bf); err != nil || bf < 1 {
+		t.Fatalf("wsrep_local_bf_aborts = %d (%v), want at least 1", bf, err)
+	}
 	requireIdentical(t, c)
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/certusdb/certus/writeset"
 )
 
 // LockMode is a row lock mode.
@@ -29,6 +32,11 @@ type lockOwner struct {
 	id      uint64
 	held    []string   // keys this owner holds
 	waiting *lockState // the lock it waits for, guarded by Locks.mu
+	// overwritten maps keys this owner holds to the seqno of the last
+	// write-set from another node that wrote them while it held them
+	// (guarded by Locks.mu); anyOverwritten says whether it has entries.
+	overwritten    map[string]uint64
+	anyOverwritten atomic.Bool
 }
 
 type holder struct {
@@ -207,12 +215,53 @@ func (l *Locks) wouldDeadlock(o *lockOwner, ls *lockState) bool {
 	return visit(ls)
 }
 
+// Overwritten notes that the write-set ordered at seqno, from another
+// node, wrote keys. Row locks are this node's own: a replicated write
+// applies without them, as Galera's appliers do. A transaction holding one
+// of the keys may have read it before that write; it then cannot commit
+// (certification fails it), and it learns so at its next access of the key
+// (Txn.lock), as Galera's brute-force abort would tell it, instead of
+// reading the newer row under a lock it thinks protects the older one.
+func (l *Locks) Overwritten(keys []writeset.Key, seqno uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.table) == 0 {
+		return
+	}
+	for _, k := range keys {
+		ls := l.table[string(k.Key)]
+		if ls == nil {
+			continue
+		}
+		for _, h := range ls.holders {
+			if h.o.overwritten == nil {
+				h.o.overwritten = map[string]uint64{}
+			}
+			h.o.overwritten[ls.key] = seqno
+			h.o.anyOverwritten.Store(true)
+		}
+	}
+}
+
+// overwrittenAt is the seqno of the last write-set from another node that
+// wrote key while o held it (0: none).
+func (l *Locks) overwrittenAt(o *lockOwner, key string) uint64 {
+	if !o.anyOverwritten.Load() {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return o.overwritten[key]
+}
+
 // ReleaseAll releases every lock o holds and wakes waiters.
 func (l *Locks) ReleaseAll(o *lockOwner) {
 	if len(o.held) == 0 {
 		return
 	}
 	l.mu.Lock()
+	o.overwritten = nil
+	o.anyOverwritten.Store(false)
 	for _, key := range o.held {
 		ls := l.table[key]
 		if ls == nil {

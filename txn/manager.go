@@ -98,6 +98,9 @@ type Manager struct {
 
 	// Counters for status variables.
 	Commits, Rollbacks, CertFailures, LockTimeouts, Deadlocks atomic.Uint64
+	// BFAborts counts transactions aborted because a write-set from
+	// another node changed a row they had locked (wsrep_local_bf_aborts).
+	BFAborts atomic.Uint64
 	// Streams counts transactions that streamed, Fragments the fragments
 	// they sent before their commit.
 	Streams, Fragments atomic.Uint64
@@ -150,6 +153,14 @@ func (m *Manager) Engine() *storage.Engine { return m.eng }
 
 // Locks is the lock table.
 func (m *Manager) Locks() *Locks { return m.locks }
+
+// RemoteWrite tells the manager that a write-set another node built was
+// applied at seqno: local transactions holding locks on its keys since
+// before it are aborted at their next access of those keys (see
+// Locks.Overwritten).
+func (m *Manager) RemoteWrite(ws *writeset.WriteSet, seqno uint64) {
+	m.locks.Overwritten(ws.Keys, seqno)
+}
 
 // Isolation is a transaction isolation level.
 type Isolation uint8

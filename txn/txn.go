@@ -245,16 +245,23 @@ func (t *Txn) lock(ctx context.Context, key []byte, mode LockMode) (uint64, erro
 	default:
 		return 0, err
 	}
-	if p, ok := t.lockPos[string(key)]; ok {
-		return p, nil
+	p, ok := t.lockPos[string(key)]
+	if !ok {
+		t.pin()
+		p = t.m.eng.Applied()
+		if t.lockPos == nil {
+			t.lockPos = map[string]uint64{}
+		}
+		t.lockPos[string(key)] = p
+		t.usePos(p)
 	}
-	t.pin()
-	p := t.m.eng.Applied()
-	if t.lockPos == nil {
-		t.lockPos = map[string]uint64{}
+	if s := t.m.locks.overwrittenAt(&t.owner, string(key)); s > p {
+		// another node's write-set changed the row after this
+		// transaction's read under the lock: it would fail certification
+		t.m.BFAborts.Add(1)
+		t.abort()
+		return 0, ErrDeadlock
 	}
-	t.lockPos[string(key)] = p
-	t.usePos(p)
 	return p, nil
 }
 

@@ -199,3 +199,69 @@ func equalIDs(got []int64, want ...int64) bool {
 	}
 	return true
 }
+
+// Row locks are this node's own: another node's write-set applies without
+// them. A transaction that read a row under its lock before such a write
+// must not go on reading the new row as if its lock still covered it (a
+// DELETE that found no row, then an INSERT of it failing with a duplicate
+// key); it is aborted with ErrDeadlock at its next access of the row, as
+// certification would abort it at commit. A lock taken after the write
+// is not affected, even when the node reports the write late.
+func TestRemoteWriteAbortsLockHolder(t *testing.T) {
+	m, r, ti := newTestManager(t)
+	other := NewManager(Config{Engine: m.Engine(), Replicator: r}) // another node's lock table
+	ctx := context.Background()
+	pk3, err := ti.EncodePK(ctx, sql.Row{int64(3), nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remoteInsert := func(id int64) uint64 {
+		t.Helper()
+		tx := other.Begin(Options{})
+		if err := tx.Insert(ctx, ti, sql.Row{id, int32(0)}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := tx.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.RemoteWrite(r.last, out.Seqno)
+		return out.Seqno
+	}
+
+	victim := m.Begin(Options{})
+	if _, found, err := victim.Get(ctx, ti, pk3, CurrentExclusive); err != nil || found {
+		t.Fatalf("DELETE's current read of row 3: found %v, err %v", found, err)
+	}
+	seqno := remoteInsert(3)
+	err = victim.Insert(ctx, ti, sql.Row{int64(3), int32(30)})
+	if err != ErrDeadlock {
+		t.Fatalf("INSERT after another node inserted the locked row: %v, want ErrDeadlock", err)
+	}
+	if _, err := victim.Commit(ctx); err != ErrDeadlock {
+		t.Fatalf("commit of the aborted transaction: %v, want ErrDeadlock", err)
+	}
+	if n := m.BFAborts.Load(); n != 1 {
+		t.Fatalf("BFAborts = %d, want 1", n)
+	}
+
+	// a lock taken after the write (its observer runs late) reads the
+	// new row and keeps going
+	later := m.Begin(Options{})
+	if _, found, err := later.Get(ctx, ti, pk3, CurrentExclusive); err != nil || !found {
+		t.Fatalf("current read of row 3 after the write: found %v, err %v", found, err)
+	}
+	m.RemoteWrite(r.last, seqno)
+	if err := later.Delete(ctx, ti, sql.Row{int64(3), int32(0)}); err != nil {
+		t.Fatalf("DELETE under a lock taken after the write: %v", err)
+	}
+	// nor does a remote write of a row it does not hold
+	remoteInsert(4)
+	if err := later.Insert(ctx, ti, sql.Row{int64(3), int32(31)}); err != nil {
+		t.Fatalf("INSERT after a remote write of another row: %v", err)
+	}
+	commit(t, later)
+	if n := m.BFAborts.Load(); n != 1 {
+		t.Fatalf("BFAborts = %d after an unaffected transaction, want 1", n)
+	}
+}
