@@ -62,6 +62,9 @@ type Config struct {
 	// SSTMaxRate limits the bytes per second this node sends to one
 	// joiner as a state transfer donor (0: no limit).
 	SSTMaxRate int64
+	// SSTNice is the nice value of a donor's streaming thread (0: none;
+	// see statetransfer.DonorConfig.Nice).
+	SSTNice int
 	// ProviderOptions sets provider options as Galera's
 	// wsrep_provider_options does ("gcs.fc_limit = 100; gcs.fc_factor =
 	// 1.0"); SET GLOBAL wsrep_provider_options changes them at runtime.
@@ -187,7 +190,7 @@ func (n *Node) start() error {
 	ranges := replication.StateRanges()
 	n.donor, err = statetransfer.NewDonor(statetransfer.DonorConfig{
 		DB: n.Eng.DB(), Dir: filepath.Join(cfg.DataDir, "sst"), Ranges: ranges,
-		Describe: replication.DescribeState, Applied: n.Eng.Applied, MaxRate: cfg.SSTMaxRate, Logger: n.log,
+		Describe: replication.DescribeState, Applied: n.Eng.Applied, MaxRate: cfg.SSTMaxRate, Nice: cfg.SSTNice, Logger: n.log,
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/certusdb/certus/internal/frame"
+	"github.com/certusdb/certus/internal/lowprio"
 	"github.com/certusdb/certus/storage"
 )
 
@@ -42,6 +43,13 @@ type DonorConfig struct {
 	// MaxRate limits the bytes per second sent to one joiner (0: no
 	// limit), so a transfer cannot starve the donor's own clients.
 	MaxRate int64
+	// Nice, when positive, is the nice value (1..19) of the thread that
+	// streams a transfer, in its own scheduler slot: when the machine is
+	// busy the kernel gives it less CPU than the threads serving the
+	// donor's clients, so the transfer slows down before they do. 0
+	// streams on an ordinary goroutine, with an equal share of the
+	// process's CPU.
+	Nice int
 	// KeepIdle is how long an unused checkpoint is kept for a joiner to
 	// resume from (default 10 minutes).
 	KeepIdle time.Duration
@@ -172,7 +180,17 @@ func (d *Donor) Serve(ctx context.Context, c io.Writer, payload []byte) error {
 	d.log.Info("serving state transfer", "joiner", req.Joiner, "checkpoint", cp.id, "seqno", cp.meta.Seqno,
 		"bytes", total.Bytes, "resumed", resumed)
 	start := time.Now()
-	n, err := d.stream(ctx, w, cp, after, req.Joiner)
+	var n uint64
+	stream := func() error {
+		var err error
+		n, err = d.stream(ctx, w, cp, after, req.Joiner)
+		return err
+	}
+	if d.cfg.Nice > 0 {
+		err = lowprio.Run(d.cfg.Nice, stream)
+	} else {
+		err = stream()
+	}
 	if err != nil {
 		d.log.Warn("state transfer interrupted", "joiner", req.Joiner, "checkpoint", cp.id, "sent_bytes", n, "err", err)
 		return err

@@ -74,7 +74,7 @@ func newRig(t *testing.T, pairs int) *rig {
 	r := &rig{want: fill(t, src, pairs)}
 	var err error
 	r.donor, err = NewDonor(DonorConfig{
-		DB: src, FS: fs, Dir: "sst", Ranges: ranges, ChunkBytes: 4 << 10,
+		DB: src, FS: fs, Dir: "sst", Ranges: ranges, ChunkBytes: 4 << 10, Nice: 5,
 		Describe: func(pebble.Reader) (Meta, error) { return Meta{Seqno: 7, StateDigest: r.want}, nil },
 		Applied:  func() uint64 { return 7 },
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +14,7 @@ import (
 
 func benchJoinCmd() *cobra.Command {
 	var anchors, workload, gcache, sstRate string
-	var tables, size, threads int
+	var tables, size, threads, sstNice int
 	var warmup, maxJoin time.Duration
 	var noGalera, keep bool
 	cmd := &cobra.Command{
@@ -37,6 +38,9 @@ joiner gets a full state transfer, as Galera's new node does. Holds
 			flags := []string{"--sync-commit=false", "--gcache-size", gcache}
 			if sstRate != "" {
 				flags = append(flags, "--sst-max-rate", sstRate)
+			}
+			if sstNice >= 0 {
+				flags = append(flags, "--sst-nice", strconv.Itoa(sstNice))
 			}
 			type run struct {
 				name string
@@ -105,6 +109,7 @@ joiner gets a full state transfer, as Galera's new node does. Holds
 	f.DurationVar(&maxJoin, "max-join", 15*time.Minute, "give up when the joiner is not Synced after this")
 	f.StringVar(&gcache, "gcache-size", "64MB", "Certus members' --gcache-size")
 	f.StringVar(&sstRate, "sst-max-rate", "", "Certus donors' --sst-max-rate (default unlimited)")
+	f.IntVar(&sstNice, "sst-nice", -1, "Certus donors' --sst-nice (default: the node's default)")
 	f.StringVar(&anchors, "anchors", defaultAnchors, "directory of the Galera/MariaDB anchor scripts")
 	f.BoolVar(&noGalera, "no-galera", false, "run Certus only")
 	f.BoolVar(&keep, "keep", false, "keep Certus's data dirs and logs")

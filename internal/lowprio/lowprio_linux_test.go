@@ -1,0 +1,64 @@
+package lowprio
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadNice is the calling thread's nice value (the raw getpriority
+// system call returns 20 - nice).
+func threadNice(t *testing.T) int {
+	p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 20 - p
+}
+
+// Run gives fn a thread of the given nice value and one more scheduler
+// slot while any call runs; the caller's thread and GOMAXPROCS are as
+// before afterwards.
+func TestRun(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	before := threadNice(t)
+	errBoom := errors.New("boom")
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	results := make([]int, 3)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := Run(before+5, func() error {
+				<-start
+				results[i] = threadNice(t)
+				if got := runtime.GOMAXPROCS(0); got != procs+1 {
+					t.Errorf("GOMAXPROCS %d during Run, want %d", got, procs+1)
+				}
+				return errBoom
+			})
+			if err != errBoom {
+				t.Errorf("Run returned %v, want fn's error", err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, n := range results {
+		if n != before+5 {
+			t.Errorf("call %d ran at nice %d, want %d", i, n, before+5)
+		}
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS %d after Run, want %d", got, procs)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if n := threadNice(t); n != before {
+		t.Errorf("a thread outside Run is at nice %d, want %d", n, before)
+	}
+}

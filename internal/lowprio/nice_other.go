@@ -1,0 +1,5 @@
+//go:build !linux
+
+package lowprio
+
+func setNice(int) {}
