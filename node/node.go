@@ -78,6 +78,9 @@ type Config struct {
 	// session set no wsrep_trx_fragment_size; 0 never. A huge transaction
 	// then never travels as one entry that stalls the commits behind it.
 	StreamThreshold int64
+	// StreamNice is the nice value a streaming transaction's statements
+	// run at (0: unchanged; see txn.Config.StreamNice).
+	StreamNice int
 	// Logger receives the node's log.
 	Logger *slog.Logger
 }
@@ -230,7 +233,7 @@ func (n *Node) start() error {
 		n.tr.SetMembers(reply.Members)
 		n.log.Info("added to the cluster; catching up", "cluster_uuid", reply.ClusterUUID, "members", len(reply.Members))
 	}
-	n.Mgr = txn.NewManager(txn.Config{Engine: n.Eng, Replicator: n.Repl, StreamBytes: cfg.StreamThreshold})
+	n.Mgr = txn.NewManager(txn.Config{Engine: n.Eng, Replicator: n.Repl, StreamBytes: cfg.StreamThreshold, StreamNice: cfg.StreamNice, Logger: n.log})
 	n.Repl.SetRemoteWriteObserver(n.Mgr.RemoteWrite)
 	p := sqlengine.NewProvider(n.Mgr)
 	n.SQL, err = sqlengine.NewServer(sqlengine.ServerConfig{

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,13 @@ type Config struct {
 	// StreamFragmentBytes is the fragment size of a transaction that
 	// streams because of StreamBytes (default StreamBytes/8).
 	StreamFragmentBytes int64
+	// StreamNice, when positive, is the nice value (1..19) a streaming
+	// transaction's statements run at from their first fragment on (see
+	// internal/lowprio): a huge transaction then yields the CPU to the
+	// others' short ones when the node is busy. 0 runs them as any other.
+	StreamNice int
+	// Logger receives the manager's log (nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // Manager creates transactions and holds what they share: the lock table,
@@ -101,6 +109,8 @@ type Manager struct {
 	// BFAborts counts transactions aborted because a write-set from
 	// another node changed a row they had locked (wsrep_local_bf_aborts).
 	BFAborts atomic.Uint64
+
+	unrestored atomic.Bool // noteUnrestored logged
 	// Streams counts transactions that streamed, Fragments the fragments
 	// they sent before their commit.
 	Streams, Fragments atomic.Uint64
@@ -139,6 +149,20 @@ func (m *Manager) ReportWatermark(ctx context.Context) error {
 	m.noteReported(origin, low)
 	_, err := m.cfg.Replicator.Replicate(ctx, &writeset.WriteSet{ID: writeset.ID{Origin: origin, Seq: m.nextID.Add(1)}, LastSeen: low})
 	return err
+}
+
+// noteUnrestored logs, once, that a statement's thread could not get its
+// priority back after a streaming transaction lowered it.
+func (m *Manager) noteUnrestored() {
+	if m.unrestored.Swap(true) {
+		return
+	}
+	log := m.cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn("a session that ran a streaming transaction keeps a lower CPU priority until it ends: " +
+		"raising a thread's priority again needs CAP_SYS_NICE or RLIMIT_NICE (logged once)")
 }
 
 // NewManager returns a Manager.

@@ -51,6 +51,7 @@ func (t *Txn) statementBuf(id uint64, live *tableBuf) *tableBuf {
 func (t *Txn) endStatement() {
 	t.stmtMark = -1
 	t.stmtBufs = nil
+	t.restorePriority()
 }
 
 // LiveScan is IndexScan (ii nil: the primary key) that also reads the

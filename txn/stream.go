@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/certusdb/certus/internal/lowprio"
 	"github.com/certusdb/certus/writeset"
 )
 
@@ -215,6 +216,9 @@ func (t *Txn) replicateFragment(ctx context.Context) error {
 		ws.Stream = writeset.Stream{ID: t.stream.id, Frag: t.stream.frag}
 	}
 	t.stream.frag++
+	if t.lowered == nil && t.m.cfg.StreamNice > 0 {
+		t.lowered = lowprio.Lower(t.m.cfg.StreamNice)
+	}
 	t.stream.shipped = len(t.undo)
 	t.stream.dirty = map[*tableBuf]map[string]struct{}{}
 	t.since = since{}
@@ -274,6 +278,18 @@ func (t *Txn) awaitFragment() error {
 	}
 	t.abort()
 	return err
+}
+
+// restorePriority ends the lower CPU priority a fragment gave the
+// statement's goroutine (Config.StreamNice).
+func (t *Txn) restorePriority() {
+	if t.lowered == nil {
+		return
+	}
+	if !t.lowered() {
+		t.m.noteUnrestored()
+	}
+	t.lowered = nil
 }
 
 // rollbackStream ends a streaming transaction on every node: its

@@ -80,9 +80,12 @@ type Txn struct {
 	stmtBufs   map[uint64]*tableBuf // see stmtview.go
 	savepoints []savepoint
 
-	stream   *streamState // set once a fragment was sent
-	inflight *inflight    // the fragment being replicated, if any
-	since    since        // changes since the last fragment
+	stream *streamState // set once a fragment was sent
+	// lowered restores the statement goroutine's CPU priority that a
+	// fragment lowered (Config.StreamNice); nil when not lowered
+	lowered  func() bool
+	inflight *inflight // the fragment being replicated, if any
+	since    since     // changes since the last fragment
 
 	registered bool
 	done       bool
@@ -917,6 +920,7 @@ func (t *Txn) Rollback() {
 
 func (t *Txn) finish() {
 	t.collect() // (every path collected it already; never leave one behind)
+	t.restorePriority()
 	t.done = true
 	t.m.locks.ReleaseAll(&t.owner)
 	if t.view != nil {

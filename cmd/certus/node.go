@@ -29,8 +29,13 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 			if cfg.DataDir == "" {
 				return fmt.Errorf("--data-dir is required")
 			}
-			if cfg.SSTNice < 0 || cfg.SSTNice > 19 {
-				return fmt.Errorf("--sst-nice %d: want a nice value from 0 to 19", cfg.SSTNice)
+			for _, v := range []struct {
+				flag string
+				n    int
+			}{{"--sst-nice", cfg.SSTNice}, {"--stream-nice", cfg.StreamNice}} {
+				if v.n < 0 || v.n > 19 {
+					return fmt.Errorf("%s %d: want a nice value from 0 to 19", v.flag, v.n)
+				}
 			}
 			cfg.Join = splitList(join)
 			cfg.Logger = newLogger(logLevel)
@@ -57,6 +62,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.Var(byteSize[uint64]{&cfg.GCacheSize}, "gcache-size", "raft log kept for members that fall behind, like Galera's gcache.size (e.g. 128MB; default 128MiB); a member that needs older entries gets a full state transfer")
 	f.Var(byteSize[int64]{&cfg.SSTMaxRate}, "sst-max-rate", "bytes per second this node sends to one joiner as a state transfer donor (e.g. 50MB; default unlimited)")
 	f.IntVar(&cfg.SSTNice, "sst-nice", 3, "CPU priority of a donor's state transfer stream below its clients' (a nice value, 0-19; 0 gives the stream an equal share): on a busy donor the transfer slows down before the clients do")
+	f.IntVar(&cfg.StreamNice, "stream-nice", 10, "CPU priority of a streaming transaction's statements below other sessions' (a nice value, 0-19; 0: equal), from its first fragment on: on a busy node a huge transaction yields to the short ones")
 	f.IntVar(&cfg.ApplierThreads, "applier-threads", 1, "wsrep_applier_threads: workers that build replicated write-sets in parallel (dependencies from their keys) while commits stay in log order; SET GLOBAL wsrep_applier_threads changes it at runtime")
 	cfg.StreamThreshold = 1 << 20
 	f.Var(byteSize[int64]{&cfg.StreamThreshold}, "stream-threshold", "a transaction whose changes grow past this size streams (replicates in fragments of 1/8 of it, rows locked cluster-wide, visible at commit) even without wsrep_trx_fragment_size (default 1MiB; 0 never)")

@@ -62,3 +62,32 @@ func TestRun(t *testing.T) {
 		t.Errorf("a thread outside Run is at nice %d, want %d", n, before)
 	}
 }
+
+// Lower lowers the calling goroutine's thread and adds a scheduler slot
+// until restore; restore gives both back (as root, which may raise a
+// thread's priority again) and is safe to call twice.
+func TestLower(t *testing.T) {
+	if unix.Geteuid() != 0 {
+		t.Skip("restoring a thread's priority needs root")
+	}
+	procs := runtime.GOMAXPROCS(0)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before := threadNice(t)
+	restore := Lower(before + 4)
+	if n := threadNice(t); n != before+4 {
+		t.Fatalf("nice %d after Lower, want %d", n, before+4)
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs+1 {
+		t.Fatalf("GOMAXPROCS %d while lowered, want %d", got, procs+1)
+	}
+	if !restore() || !restore() {
+		t.Fatal("restore reported false as root")
+	}
+	if n := threadNice(t); n != before {
+		t.Fatalf("nice %d after restore, want %d", n, before)
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Fatalf("GOMAXPROCS %d after restore, want %d", got, procs)
+	}
+}
