@@ -692,8 +692,9 @@ const (
 // (sysbench's rows, hashes, UUIDs, compressed payloads) saves little
 // (sysbench's: 0.4% in 4 KiB blocks, 16% in 32 KiB ones), and compressing
 // it anyway was a quarter of a state transfer joiner's CPU; text and
-// repetitive rows (which save 80% and more) are still compressed. (MinLZ would be faster but needs a newer table format
-// than the engine's; a profile naming it falls back to plain snappy.)
+// repetitive rows (which save 80% and more) are still compressed. (MinLZ
+// would be faster but needs a newer table format than the engine's; a
+// profile naming it falls back to plain snappy.)
 var sampledSnappy = &block.CompressionProfile{
 	Name:                           "certus-sampled-snappy",
 	DataBlocks:                     block.SnappyCompression.DataBlocks,

@@ -109,11 +109,11 @@ type Manager struct {
 	// BFAborts counts transactions aborted because a write-set from
 	// another node changed a row they had locked (wsrep_local_bf_aborts).
 	BFAborts atomic.Uint64
-
-	unrestored atomic.Bool // noteUnrestored logged
 	// Streams counts transactions that streamed, Fragments the fragments
 	// they sent before their commit.
 	Streams, Fragments atomic.Uint64
+
+	unrestored atomic.Bool // noteUnrestored logged
 }
 
 // reportLag is how far this node's low watermark may run ahead of what it
@@ -157,16 +157,15 @@ func (m *Manager) noteUnrestored() {
 	if m.unrestored.Swap(true) {
 		return
 	}
-	log := m.cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log.Warn("a session that ran a streaming transaction keeps a lower CPU priority until it ends: " +
+	m.cfg.Logger.Warn("a session that ran a streaming transaction keeps a lower CPU priority until it ends: " +
 		"raising a thread's priority again needs CAP_SYS_NICE or RLIMIT_NICE (logged once)")
 }
 
 // NewManager returns a Manager.
 func NewManager(cfg Config) *Manager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	m := &Manager{cfg: cfg, eng: cfg.Engine, locks: NewLocks(), active: map[uint64]*Txn{}, auto: map[uint64]uint64{}}
 	m.nextID.Store(uint64(time.Now().UnixNano()) & 0xffff_ffff)
 	return m
