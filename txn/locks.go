@@ -30,8 +30,8 @@ var ErrDeadlock = errors.New("Deadlock found when trying to get lock; try restar
 // lockOwner is a transaction as the lock manager sees it.
 type lockOwner struct {
 	id      uint64
-	held    []string   // keys this owner holds
-	waiting *lockState // the lock it waits for, guarded by Locks.mu
+	held    []*lockState // locks this owner holds
+	waiting *lockState   // the lock it waits for, guarded by Locks.mu
 	// overwritten maps keys this owner holds to the seqno of the last
 	// write-set from another node that wrote them while it held them
 	// (guarded by Locks.mu); anyOverwritten says whether it has entries.
@@ -55,6 +55,9 @@ type lockState struct {
 	key     string
 	holders []holder
 	queue   []*waiter
+	// one backs holders while a single owner holds the lock (the common
+	// case), saving an allocation per locked row
+	one [1]holder
 }
 
 // Locks is a node's row lock table. Locks are held until the transaction
@@ -97,6 +100,7 @@ func (l *Locks) Lock(ctx context.Context, o *lockOwner, key string, mode LockMod
 	ls := l.table[key]
 	if ls == nil {
 		ls = &lockState{key: key}
+		ls.holders = ls.one[:0]
 		l.table[key] = ls
 	}
 	i, held := ls.holding(o)
@@ -161,7 +165,7 @@ func (l *Locks) grant(ls *lockState, o *lockOwner, mode LockMode, i int) {
 		return
 	}
 	ls.holders = append(ls.holders, holder{o: o, mode: mode})
-	o.held = append(o.held, ls.key)
+	o.held = append(o.held, ls)
 }
 
 // wake grants queued requests in order while they are compatible.
@@ -254,18 +258,22 @@ func (l *Locks) overwrittenAt(o *lockOwner, key string) uint64 {
 	return o.overwritten[key]
 }
 
+// releaseChunk is the number of locks ReleaseAll frees per hold of the
+// table's mutex. Freeing the million locks of a huge transaction takes a
+// second or more; held for all of it, the mutex would stop the apply loop
+// (Overwritten) and every session's next lock for as long.
+const releaseChunk = 256
+
 // ReleaseAll releases every lock o holds and wakes waiters.
 func (l *Locks) ReleaseAll(o *lockOwner) {
 	if len(o.held) == 0 {
 		return
 	}
 	l.mu.Lock()
-	o.overwritten = nil
-	o.anyOverwritten.Store(false)
-	for _, key := range o.held {
-		ls := l.table[key]
-		if ls == nil {
-			continue
+	for n, ls := range o.held {
+		if n > 0 && n%releaseChunk == 0 {
+			l.mu.Unlock()
+			l.mu.Lock()
 		}
 		if i, _ := ls.holding(o); i >= 0 {
 			ls.holders = append(ls.holders[:i], ls.holders[i+1:]...)
@@ -273,7 +281,10 @@ func (l *Locks) ReleaseAll(o *lockOwner) {
 		l.wake(ls)
 		l.dropIfUnused(ls)
 	}
+	o.overwritten = nil
+	o.anyOverwritten.Store(false)
 	l.mu.Unlock()
+	clear(o.held) // the lock states may be freed
 	o.held = o.held[:0]
 }
 
