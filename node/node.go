@@ -79,7 +79,8 @@ type Config struct {
 	// then never travels as one entry that stalls the commits behind it.
 	StreamThreshold int64
 	// StreamNice is the nice value a streaming transaction's statements
-	// run at (0: unchanged; see txn.Config.StreamNice).
+	// and the builders of provisional batches run at (0: unchanged; see
+	// txn.Config.StreamNice and storage.Config.BuildNice).
 	StreamNice int
 	// Logger receives the node's log.
 	Logger *slog.Logger
@@ -129,7 +130,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg.Name = h
 	}
 	log := cfg.Logger.With("node", cfg.Name)
-	eng, err := openDataDir(cfg.DataDir, 0)
+	eng, err := openDataDir(cfg.DataDir, storage.Config{BuildNice: cfg.StreamNice})
 	if err != nil {
 		return nil, err
 	}
@@ -141,13 +142,14 @@ func Start(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// openDataDir creates dir if needed and opens the storage in it (with a
-// block cache of cacheBytes; 0: the default).
-func openDataDir(dir string, cacheBytes int64) (*storage.Engine, error) {
+// openDataDir creates dir if needed and opens the storage in it, with sc
+// but its Dir.
+func openDataDir(dir string, sc storage.Config) (*storage.Engine, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	eng, err := storage.Open(storage.Config{Dir: filepath.Join(dir, "db"), CacheBytes: cacheBytes})
+	sc.Dir = filepath.Join(dir, "db")
+	eng, err := storage.Open(sc)
 	if err != nil {
 		if strings.Contains(err.Error(), "lock") {
 			return nil, fmt.Errorf("%w: %s: %v", ErrDataDirInUse, dir, err)

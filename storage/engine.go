@@ -48,6 +48,12 @@ type Config struct {
 	// commit writes it as sstables and ingests them instead of committing
 	// it through the WAL and the memtable (default 16 MiB; see ingest.go).
 	IngestBytes int
+	// BuildNice, when positive, is the nice value (1..19) of the
+	// goroutines that add a streaming transaction's fragments to its
+	// provisional batch (see stream.go): on a busy node that work yields
+	// to the sessions. A builder that falls behind (its queue fills, or
+	// the transaction commits) returns to normal priority.
+	BuildNice int
 	// Logger receives pebble's log lines; nil discards them.
 	Logger pebble.Logger
 }
@@ -61,6 +67,7 @@ type Engine struct {
 	// committed by ingestion.
 	ingestBytes int
 	ingested    atomic.Uint64
+	buildNice   int // Config.BuildNice
 
 	applyMu sync.Mutex   // serializes Apply
 	pubMu   sync.RWMutex // held for writing while a batch commits and its effects are published
@@ -134,7 +141,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", cfg.Dir, err)
 	}
-	e := &Engine{db: db, opts: opts, dir: cfg.Dir, ingestBytes: cfg.IngestBytes, autoInc: map[uint64]uint64{}}
+	e := &Engine{db: db, opts: opts, dir: cfg.Dir, ingestBytes: cfg.IngestBytes, buildNice: cfg.BuildNice, autoInc: map[uint64]uint64{}}
 	if err := e.removeIngestLeftovers(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("storage: %w", err)
@@ -246,6 +253,7 @@ func (e *Engine) getUint64(key []byte) (uint64, error) {
 func (e *Engine) Close() error {
 	e.applyMu.Lock()
 	for _, st := range e.streams {
+		_ = st.settle(true)
 		st.a.b.Close()
 	}
 	e.streams = nil

@@ -4,14 +4,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
+	"github.com/certusdb/certus/internal/lowprio"
 	"github.com/certusdb/certus/writeset"
 )
 
 // Streaming transactions. Every fragment that passed certification is
-// applied in its turn into its transaction's provisional batch (an indexed
-// pebble batch that reads the database through itself), which no reader
-// sees, and stored under
+// added to its transaction's provisional batch (an indexed pebble batch
+// that reads the database through itself), which no reader sees, and
+// stored in its turn under
 //
 //	's' stream.origin(8) stream.seq(8) seqno(8) -> the fragment as logged
 //
@@ -20,6 +22,11 @@ import (
 // visible at its seqno at once. Rebuilding from the current state is
 // right because certification locks a fragment's rows until the
 // transaction ends: nothing else writes them after the fragment's seqno.
+// For the same reason a goroutine per transaction adds the fragments to
+// the batch after their turn, while the apply loop goes on with later
+// write-sets; the commit waits for it. Adding a fragment to a batch of a
+// million rows can take a second (growing the batch touches fresh
+// memory), and every later commit on the node would wait for it.
 const spaceStream byte = 's'
 
 // stream is an open streaming transaction's provisional batch.
@@ -27,6 +34,85 @@ type stream struct {
 	a        *applier
 	frags    [][]byte // keys of the stored fragments
 	rejected error    // a fragment was refused: the commit is refused
+
+	// A builder goroutine adds the fragments to the batch off the apply
+	// loop (see ApplyFragment); jobs feeds it, built is closed when it
+	// has ended, and err is its first error. Read a, rejected and err only
+	// after settle.
+	jobs      chan fragmentJob
+	built     chan struct{}
+	abandoned atomic.Bool // the transaction ended: skip what is queued
+	// urgent is set when the apply loop waits for the builder: it then
+	// leaves its lower priority (Config.BuildNice)
+	urgent atomic.Bool
+	err    error
+}
+
+// fragmentJob is a fragment waiting for the builder, with the catalog at
+// its seqno.
+type fragmentJob struct {
+	cat *Catalog
+	ws  *writeset.WriteSet
+}
+
+// builderQueue is how many fragments may wait for a stream's builder
+// before ApplyFragment waits for it.
+const builderQueue = 16
+
+// enqueue hands a fragment to the stream's builder, starting it at the
+// given nice value if needed. A full queue makes the builder urgent.
+func (st *stream) enqueue(nice int, cat *Catalog, ws *writeset.WriteSet) {
+	if st.jobs == nil {
+		st.jobs = make(chan fragmentJob, builderQueue)
+		st.built = make(chan struct{})
+		go st.build(nice)
+	}
+	j := fragmentJob{cat: cat, ws: ws}
+	select {
+	case st.jobs <- j:
+	default:
+		st.urgent.Store(true)
+		st.jobs <- j
+	}
+}
+
+// build adds queued fragments to the batch, in their order, until the
+// queue is closed; below normal priority (nice) until it is urgent.
+func (st *stream) build(nice int) {
+	defer close(st.built)
+	var restore func() bool
+	if nice > 0 {
+		restore = lowprio.Lower(nice)
+	}
+	defer func() {
+		if restore != nil {
+			restore()
+		}
+	}()
+	for j := range st.jobs {
+		if restore != nil && st.urgent.Load() {
+			restore() // without the right to, the thread ends with the goroutine
+			restore = nil
+		}
+		if st.err == nil && !st.abandoned.Load() {
+			st.err = st.addFragment(j.cat, j.ws)
+		}
+	}
+}
+
+// settle waits until the builder has added every queued fragment (or,
+// when abandon is set, only the one it is adding) and returns its error.
+// The stream takes no more fragments after it.
+func (st *stream) settle(abandon bool) error {
+	if st.jobs == nil {
+		return st.err
+	}
+	st.abandoned.Store(abandon)
+	st.urgent.Store(true)
+	close(st.jobs)
+	<-st.built
+	st.jobs = nil
+	return st.err
 }
 
 func streamPrefix(id writeset.ID) []byte {
@@ -91,9 +177,17 @@ func (e *Engine) ApplyFragment(seqno uint64, ws *writeset.WriteSet, data []byte,
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
 	st := e.openStream(ws.Stream.ID)
-	if err := st.addFragment(e.cat.Load(), ws); err != nil {
-		return err
+	// The builder may read the database later than at seqno: the rows it
+	// reads are the fragment's, which certification keeps every other
+	// write-set from until the transaction ends (as for loadStreams).
+	// AUTO_INCREMENT raises are kept only above the value at the commit
+	// (commitPrepared), so a later read of the counter changes nothing.
+	// Its own copy of the write-set outlives the caller's buffers.
+	own, err := writeset.Decode(append([]byte(nil), data...))
+	if err != nil {
+		return fmt.Errorf("%w: fragment at seqno %d: %v", ErrCorruptData, seqno, err)
 	}
+	st.enqueue(e.buildNice, e.cat.Load(), own)
 	b := e.db.NewBatch()
 	defer b.Close()
 	k := streamKey(ws.Stream.ID, seqno)
@@ -117,6 +211,10 @@ func (e *Engine) CommitStream(seqno uint64, ws *writeset.WriteSet, extra, onReje
 	st := e.openStream(ws.Stream.ID)
 	delete(e.streams, ws.Stream.ID)
 	e.openStreams.Store(int64(len(e.streams)))
+	if err := st.settle(false); err != nil {
+		st.a.b.Close()
+		return ApplyResult{}, err
+	}
 	if err := st.addFragment(e.cat.Load(), ws); err != nil {
 		st.a.b.Close()
 		return ApplyResult{}, err
@@ -145,6 +243,7 @@ func (e *Engine) EndStreams(ids []writeset.ID) []KV {
 	for _, id := range ids {
 		if st := e.streams[id]; st != nil {
 			kvs = append(kvs, st.dropKVs()...)
+			_ = st.settle(true) // its batch is discarded, errors and all
 			st.a.b.Close()
 			delete(e.streams, id)
 		}
@@ -186,6 +285,7 @@ func (e *Engine) StoredStreams() (map[writeset.ID][]*writeset.WriteSet, error) {
 // loadStreams rebuilds the provisional batches from the stored fragments.
 func (e *Engine) loadStreams() error {
 	for _, st := range e.streams {
+		_ = st.settle(true)
 		st.a.b.Close()
 	}
 	e.streams = map[writeset.ID]*stream{}

@@ -18,27 +18,38 @@ import (
 // the streaming engine's visible state must not change; after it, both
 // must hold the same state, whose digest matches their data. For even
 // seeds the streaming engine commits every batch by ingestion (see
-// ingest.go), so both ways of committing are compared too.
+// ingest.go), so both ways of committing are compared too; on odd seeds
+// its builders run at a lower priority (Config.BuildNice). One round in
+// four streams more fragments than a builder's queue holds.
 func TestStreamEqualsSerialApply(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		sfs := vfs.NewMem()
-		ingestBytes := 0
+		cfg := Config{Dir: "db", FS: sfs, CacheBytes: 8 << 20, BuildNice: 5}
 		if seed%2 == 0 {
-			ingestBytes = 1
+			cfg.IngestBytes, cfg.BuildNice = 1, 0
 		}
 		hs, hx, ti := pairWithTable(t, vfs.NewMem(), sfs)
 		serial, streamed := hs.e, hx.e
-		if ingestBytes != 0 {
-			streamed.Close()
-			streamed = openMemIngesting(t, sfs, ingestBytes)
+		reopen := func() {
+			if err := streamed.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if streamed, err = Open(cfg); err != nil {
+				t.Fatal(err)
+			}
 			hx.e = streamed
 		}
+		reopen()
 		r := rand.New(rand.NewSource(seed))
 		row := randomRow(t, r, ti)
 		for round := 0; round < 8; round++ {
 			id := writeset.ID{Origin: 2, Seq: uint64(round + 1)}
 			var frags []*writeset.WriteSet
 			n := 1 + r.Intn(4)
+			if round%4 == 3 {
+				n = 2*builderQueue + r.Intn(4)
+			}
 			for f := 0; f <= n; f++ {
 				ws := &writeset.WriteSet{ID: writeset.ID{Origin: 2, Seq: uint64(100*round + f)}, Flags: writeset.FlagFragment,
 					Stream: writeset.Stream{ID: id, Node: 1, Frag: uint64(f)}}
@@ -65,11 +76,7 @@ func TestStreamEqualsSerialApply(t *testing.T) {
 					before = streamed.digest
 				}
 				if f == n/2 && r.Intn(2) == 0 {
-					if err := streamed.Close(); err != nil {
-						t.Fatal(err)
-					}
-					streamed = openMemIngesting(t, sfs, ingestBytes)
-					hx.e = streamed
+					reopen()
 				}
 				if streamed.digest != before {
 					t.Fatalf("seed %d round %d: a fragment changed the visible state", seed, round)
@@ -100,7 +107,7 @@ func TestStreamEqualsSerialApply(t *testing.T) {
 				t.Fatalf("seed %d round %d (rollback %v): serial digest %s, streamed %s", seed, round, rollback, ds, dx)
 			}
 		}
-		if ingestBytes != 0 && streamed.IngestedBatches() == 0 {
+		if cfg.IngestBytes != 0 && streamed.IngestedBatches() == 0 {
 			t.Fatalf("seed %d: no batch was ingested", seed)
 		}
 		serial.Close()
