@@ -465,14 +465,8 @@ func TestCrossNodeConflict(t *testing.T) {
 		t.Fatalf("DELETE of a missing row affected %d rows", n)
 	}
 	mustExec(t, c.Nodes[1].DB("cc"), "INSERT INTO t VALUES (2, 0)")
-	conn1, err := c.Nodes[0].DB("cc").Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn1.Close()
-	if _, err := conn1.ExecContext(ctx, "SET SESSION wsrep_sync_wait=1"); err != nil {
-		t.Fatal(err)
-	}
+	conn1 := conn(t, c.Nodes[0].DB("cc"))
+	xexec(t, conn1, "SET SESSION wsrep_sync_wait=1")
 	var n2 int
 	if err := conn1.QueryRowContext(ctx, "SELECT COUNT(*) FROM t WHERE id = 2").Scan(&n2); err != nil || n2 != 1 {
 		t.Fatalf("node 1 after node 2's insert: %d rows, %v", n2, err)
