@@ -42,6 +42,9 @@ type lockOwner struct {
 type holder struct {
 	o    *lockOwner
 	mode LockMode
+	// pos is Locks.pos when o was first granted the lock: the key's
+	// certification position for o (see Txn.lock)
+	pos uint64
 }
 
 type waiter struct {
@@ -65,10 +68,15 @@ type lockState struct {
 type Locks struct {
 	mu    sync.Mutex
 	table map[string]*lockState
+	// pos is read when a lock is first granted to an owner, under mu; the
+	// holder keeps it for as long as it holds the lock
+	pos func() uint64
 }
 
-// NewLocks returns an empty lock table.
-func NewLocks() *Locks { return &Locks{table: map[string]*lockState{}} }
+// NewLocks returns an empty lock table. pos gives the position a lock
+// records when first granted to an owner (the node's applied seqno); Lock
+// returns it.
+func NewLocks(pos func() uint64) *Locks { return &Locks{table: map[string]*lockState{}, pos: pos} }
 
 func (ls *lockState) holding(o *lockOwner) (int, LockMode) {
 	for i, h := range ls.holders {
@@ -77,6 +85,14 @@ func (ls *lockState) holding(o *lockOwner) (int, LockMode) {
 		}
 	}
 	return -1, 0
+}
+
+// posOf is o's position for the lock (0 when o does not hold it).
+func (ls *lockState) posOf(o *lockOwner) uint64 {
+	if i, _ := ls.holding(o); i >= 0 {
+		return ls.holders[i].pos
+	}
+	return 0
 }
 
 // compatible reports whether o may take mode now, given the holders.
@@ -92,33 +108,35 @@ func (ls *lockState) compatible(o *lockOwner, mode LockMode) bool {
 	return true
 }
 
-// Lock acquires key in mode for o, waiting up to timeout. It returns
-// ErrDeadlock if waiting would deadlock, ErrLockWaitTimeout on timeout, or
-// the context's error if ctx ends first.
-func (l *Locks) Lock(ctx context.Context, o *lockOwner, key string, mode LockMode, timeout time.Duration) error {
+// Lock acquires key in mode for o, waiting up to timeout, and returns the
+// position recorded when o was first granted the key (an upgrade keeps
+// it). It returns ErrDeadlock if waiting would deadlock,
+// ErrLockWaitTimeout on timeout, or the context's error if ctx ends first.
+func (l *Locks) Lock(ctx context.Context, o *lockOwner, key []byte, mode LockMode, timeout time.Duration) (uint64, error) {
 	l.mu.Lock()
-	ls := l.table[key]
+	ls := l.table[string(key)]
 	if ls == nil {
-		ls = &lockState{key: key}
+		ls = &lockState{key: string(key)}
 		ls.holders = ls.one[:0]
-		l.table[key] = ls
+		l.table[ls.key] = ls
 	}
 	i, held := ls.holding(o)
 	if held >= mode {
+		pos := ls.holders[i].pos
 		l.mu.Unlock()
-		return nil
+		return pos, nil
 	}
 	// Grant at once when compatible and nobody queues (an upgrade from
 	// shared to exclusive does not queue behind others).
 	if ls.compatible(o, mode) && (len(ls.queue) == 0 || i >= 0) {
-		l.grant(ls, o, mode, i)
+		pos := l.grant(ls, o, mode, i)
 		l.mu.Unlock()
-		return nil
+		return pos, nil
 	}
 	if l.wouldDeadlock(o, ls) {
 		l.dropIfUnused(ls)
 		l.mu.Unlock()
-		return ErrDeadlock
+		return 0, ErrDeadlock
 	}
 	w := &waiter{o: o, mode: mode, ready: make(chan struct{})}
 	if i >= 0 {
@@ -135,7 +153,9 @@ func (l *Locks) Lock(ctx context.Context, o *lockOwner, key string, mode LockMod
 	var err error
 	select {
 	case <-w.ready:
-		return nil
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return ls.posOf(o), nil
 	case <-timer.C:
 		err = ErrLockWaitTimeout
 	case <-ctx.Done():
@@ -144,7 +164,7 @@ func (l *Locks) Lock(ctx context.Context, o *lockOwner, key string, mode LockMod
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if w.done { // granted while we gave up: keep it
-		return nil
+		return ls.posOf(o), nil
 	}
 	w.done = true
 	o.waiting = nil
@@ -156,16 +176,20 @@ func (l *Locks) Lock(ctx context.Context, o *lockOwner, key string, mode LockMod
 	}
 	l.wake(ls)
 	l.dropIfUnused(ls)
-	return err
+	return 0, err
 }
 
-func (l *Locks) grant(ls *lockState, o *lockOwner, mode LockMode, i int) {
+// grant gives o the lock in mode (i is o's holder entry, or -1) and
+// returns o's position for it.
+func (l *Locks) grant(ls *lockState, o *lockOwner, mode LockMode, i int) uint64 {
 	if i >= 0 {
 		ls.holders[i].mode = mode
-		return
+		return ls.holders[i].pos
 	}
-	ls.holders = append(ls.holders, holder{o: o, mode: mode})
+	pos := l.pos()
+	ls.holders = append(ls.holders, holder{o: o, mode: mode, pos: pos})
 	o.held = append(o.held, ls)
+	return pos
 }
 
 // wake grants queued requests in order while they are compatible.
@@ -249,13 +273,13 @@ func (l *Locks) Overwritten(keys []writeset.Key, seqno uint64) {
 
 // overwrittenAt is the seqno of the last write-set from another node that
 // wrote key while o held it (0: none).
-func (l *Locks) overwrittenAt(o *lockOwner, key string) uint64 {
+func (l *Locks) overwrittenAt(o *lockOwner, key []byte) uint64 {
 	if !o.anyOverwritten.Load() {
 		return 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return o.overwritten[key]
+	return o.overwritten[string(key)]
 }
 
 // releaseChunk is the number of locks ReleaseAll frees per hold of the

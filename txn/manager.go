@@ -166,7 +166,8 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Manager{cfg: cfg, eng: cfg.Engine, locks: NewLocks(), active: map[uint64]*Txn{}, auto: map[uint64]uint64{}}
+	m := &Manager{cfg: cfg, eng: cfg.Engine, active: map[uint64]*Txn{}, auto: map[uint64]uint64{}}
+	m.locks = NewLocks(m.eng.Applied)
 	m.nextID.Store(uint64(time.Now().UnixNano()) & 0xffff_ffff)
 	return m
 }

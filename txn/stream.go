@@ -63,7 +63,7 @@ const rollbackTimeout = 10 * time.Second
 type streamState struct {
 	id   writeset.ID // the first fragment's ID
 	frag uint64      // fragments replicated
-	// shipped is len(undo) when the last fragment was built: the
+	// shipped is the undo mark when the last fragment was built: the
 	// transaction cannot roll back below it alone.
 	shipped int
 	// dirty are the rows changed since the last fragment, per table.
@@ -219,7 +219,12 @@ func (t *Txn) replicateFragment(ctx context.Context) error {
 	if t.lowered == nil && t.m.cfg.StreamNice > 0 {
 		t.lowered = lowprio.Lower(t.m.cfg.StreamNice)
 	}
-	t.stream.shipped = len(t.undo)
+	// Nothing rolls back below the fragment alone (belowShipped), so the
+	// undo records of what it ships are dropped: a huge transaction would
+	// otherwise keep one per row to its end, for the garbage collector to
+	// scan again and again.
+	t.stream.shipped = t.undoLen()
+	t.undoBase, t.undo = t.stream.shipped, nil
 	t.stream.dirty = map[*tableBuf]map[string]struct{}{}
 	t.since = since{}
 	t.m.Fragments.Add(1)

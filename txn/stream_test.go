@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -113,5 +114,61 @@ func TestStreamRollsBackWhole(t *testing.T) {
 		if _, rb := r.counts(); rb != 1 {
 			t.Fatalf("%d rollback fragments, want one", rb)
 		}
+	}
+}
+
+// A shipped fragment drops the undo records of what it carried; rolling a
+// statement or a savepoint back above it still restores exactly the state
+// at its mark, and the commit keeps the fragment's rows.
+func TestRollbackAboveAFragment(t *testing.T) {
+	ctx := context.Background()
+	m, r, ti := newTestManager(t)
+	tx := m.Begin(Options{FragmentUnit: FragmentRows, FragmentSize: 2})
+	stmt := func(steps ...func() error) {
+		t.Helper()
+		tx.StatementBegin()
+		for i, step := range steps {
+			if err := step(); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		}
+		tx.StatementComplete()
+	}
+	insert := func(id int64, v int32) func() error {
+		return func() error { return tx.Insert(ctx, ti, sql.Row{id, v}) }
+	}
+	stmt(insert(10, 0), insert(11, 0))
+	stmt(insert(12, 0)) // ships 10 and 11 before buffering 12
+	if err := tx.awaitFragment(); err != nil {
+		t.Fatal(err)
+	}
+	if frags, _ := r.counts(); frags != 1 || tx.undoBase != 2 || len(tx.undo) != 1 {
+		t.Fatalf("fragments %d, undo base %d, undo records %d: want 1, 2, 1", frags, tx.undoBase, len(tx.undo))
+	}
+	tx.Savepoint("sp")
+	stmt(func() error { return tx.Update(ctx, ti, sql.Row{int64(12), int32(0)}, sql.Row{int64(12), int32(5)}) })
+	if err := tx.RollbackToSavepoint("sp"); err != nil {
+		t.Fatalf("ROLLBACK TO SAVEPOINT above the fragment: %v", err)
+	}
+	tx.StatementBegin()
+	if err := tx.Insert(ctx, ti, sql.Row{int64(13), int32(0)}); err != nil {
+		t.Fatal(err)
+	}
+	tx.StatementDiscard()
+	if tx.Aborted() {
+		t.Fatal("a rollback above the fragment rolled the whole transaction back")
+	}
+	commit(t, tx)
+	check := m.Begin(Options{})
+	defer check.Rollback()
+	if ids := scanAll(t, check, ti, Snapshot, false); !slices.Equal(ids, []int64{1, 2, 10, 11, 12}) {
+		t.Fatalf("committed ids %v, want [1 2 10 11 12]", ids)
+	}
+	pk, err := ti.EncodePK(ctx, sql.Row{int64(12), int32(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row, ok, err := check.Get(ctx, ti, pk, Snapshot); err != nil || !ok || row[1] != int32(0) {
+		t.Fatalf("row 12 = %v (found %v, %v), want its value before the savepoint, 0", row, ok, err)
 	}
 }

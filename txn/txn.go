@@ -67,15 +67,16 @@ type Txn struct {
 
 	snapReads   map[string]struct{}
 	snapScanned map[uint64]bool
-	// lockPos is the applied seqno when each lock was first acquired: every
-	// current read of the key happened at or after it, so it is the key's
-	// certification position.
-	lockPos map[string]uint64
 	// refs are the keys of rows read in Reference mode, with their
 	// positions; they are certified with the write-set.
 	refs map[string]uint64
 
+	// undo records the buffered changes in order; undoBase counts the
+	// records dropped below it when a fragment shipped (see
+	// replicateFragment), so marks (statement, savepoints) are undoBase +
+	// index
 	undo       []undoRec
+	undoBase   int
 	stmtMark   int
 	stmtBufs   map[uint64]*tableBuf // see stmtview.go
 	savepoints []savepoint
@@ -235,7 +236,8 @@ func (t *Txn) readPos(ti *storage.TableInfo, pk []byte, current uint64) uint64 {
 // A write computed from a read under the lock is certified against writes
 // after that position, even if the write itself happens much later.
 func (t *Txn) lock(ctx context.Context, key []byte, mode LockMode) (uint64, error) {
-	err := t.m.locks.Lock(ctx, &t.owner, string(key), mode, t.opts.LockWaitTimeout)
+	t.pin() // before the lock table reads a position (see pin)
+	p, err := t.m.locks.Lock(ctx, &t.owner, key, mode, t.opts.LockWaitTimeout)
 	switch err {
 	case nil:
 	case ErrLockWaitTimeout:
@@ -248,17 +250,8 @@ func (t *Txn) lock(ctx context.Context, key []byte, mode LockMode) (uint64, erro
 	default:
 		return 0, err
 	}
-	p, ok := t.lockPos[string(key)]
-	if !ok {
-		t.pin()
-		p = t.m.eng.Applied()
-		if t.lockPos == nil {
-			t.lockPos = map[string]uint64{}
-		}
-		t.lockPos[string(key)] = p
-		t.usePos(p)
-	}
-	if s := t.m.locks.overwrittenAt(&t.owner, string(key)); s > p {
+	t.usePos(p)
+	if s := t.m.locks.overwrittenAt(&t.owner, key); s > p {
 		// another node's write-set changed the row after this
 		// transaction's read under the lock: it would fail certification
 		t.m.BFAborts.Add(1)
@@ -748,7 +741,7 @@ func (t *Txn) Rewrite(ctx context.Context, old *storage.TableInfo, def *storage.
 // statement.
 func (t *Txn) StatementBegin() {
 	if t.stmtMark < 0 && !t.aborted {
-		t.stmtMark = len(t.undo)
+		t.stmtMark = t.undoLen()
 	}
 }
 
@@ -769,13 +762,24 @@ func (t *Txn) StatementDiscard() {
 
 // StatementComplete ends the statement's change tracking.
 func (t *Txn) StatementComplete() {
-	if t.stmtMark >= 0 && len(t.undo) > t.stmtMark {
+	if t.stmtMark >= 0 && t.undoLen() > t.stmtMark {
 		t.since.stmts++
 	}
 	t.endStatement()
 }
 
+// undoLen is the undo mark of the transaction's current state.
+func (t *Txn) undoLen() int { return t.undoBase + len(t.undo) }
+
+// rollbackTo undoes the changes after undo mark. A mark below undoBase
+// asks for changes a fragment replicated, which only rolling back the
+// whole transaction undoes (callers check belowShipped first).
 func (t *Txn) rollbackTo(mark int) {
+	if mark < t.undoBase {
+		t.abort()
+		return
+	}
+	mark -= t.undoBase
 	for i := len(t.undo) - 1; i >= mark; i-- {
 		u := t.undo[i]
 		if u.rows != nil {
@@ -801,12 +805,14 @@ func (t *Txn) Savepoint(name string) {
 
 // mark is the transaction's state as a savepoint.
 func (t *Txn) mark(name string) savepoint {
-	return savepoint{name: name, undo: len(t.undo), schemaOps: len(t.schemaOps), cat: t.cat}
+	return savepoint{name: name, undo: t.undoLen(), schemaOps: len(t.schemaOps), cat: t.cat}
 }
 
 // restore undoes the changes made after sp.
 func (t *Txn) restore(sp savepoint) {
-	t.rollbackTo(sp.undo)
+	if t.rollbackTo(sp.undo); t.aborted {
+		return
+	}
 	t.schemaOps = t.schemaOps[:sp.schemaOps]
 	if sp.cat != nil {
 		t.cat = sp.cat
@@ -897,10 +903,9 @@ func (t *Txn) abort() {
 	t.savepoints = nil
 	t.m.locks.ReleaseAll(&t.owner)
 	t.tables = nil
-	t.undo = nil
+	t.undo, t.undoBase = nil, 0
 	t.schemaOps = nil
 	t.autoInc = nil
-	t.lockPos = nil
 	t.refs = nil
 }
 
@@ -931,8 +936,7 @@ func (t *Txn) finish() {
 		t.m.unregister(t)
 	}
 	t.tables = nil
-	t.undo = nil
-	t.lockPos = nil
+	t.undo, t.undoBase = nil, 0
 	t.refs = nil
 	t.stmtBufs = nil
 }
