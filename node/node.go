@@ -82,6 +82,9 @@ type Config struct {
 	// and the builders of provisional batches run at (0: unchanged; see
 	// txn.Config.StreamNice and storage.Config.BuildNice).
 	StreamNice int
+	// CompactionNice is the nice value of pebble's compactions (0:
+	// unchanged; see storage.Config.CompactionNice).
+	CompactionNice int
 	// Logger receives the node's log.
 	Logger *slog.Logger
 }
@@ -130,7 +133,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg.Name = h
 	}
 	log := cfg.Logger.With("node", cfg.Name)
-	eng, err := openDataDir(cfg.DataDir, storage.Config{BuildNice: cfg.StreamNice})
+	eng, err := openDataDir(cfg.DataDir, storage.Config{BuildNice: cfg.StreamNice, CompactionNice: cfg.CompactionNice})
 	if err != nil {
 		return nil, err
 	}

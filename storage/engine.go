@@ -54,6 +54,11 @@ type Config struct {
 	// to the sessions. A builder that falls behind (its queue fills, or
 	// the transaction commits) returns to normal priority.
 	BuildNice int
+	// CompactionNice, when positive, is the nice value (1..19) of
+	// pebble's compactions (see compactnice.go), so that they yield to the
+	// sessions on a busy node; a compaction of a deep L0 runs at normal
+	// priority.
+	CompactionNice int
 	// Logger receives pebble's log lines; nil discards them.
 	Logger pebble.Logger
 }
@@ -135,6 +140,11 @@ func Open(cfg Config) (*Engine, error) {
 	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return compression })
 	for i := bottomLevels; i < len(opts.Levels); i++ {
 		opts.Levels[i].BlockSize = bottomBlockSize
+	}
+	if cfg.CompactionNice > 0 {
+		cn := &compactionNice{nice: cfg.CompactionNice, restore: map[int]func() bool{}}
+		listener := cn.listener()
+		opts.EventListener = &listener
 	}
 	opts.EnsureDefaults()
 	db, err := pebble.Open(cfg.Dir, opts)

@@ -32,7 +32,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 			for _, v := range []struct {
 				flag string
 				n    int
-			}{{"--sst-nice", cfg.SSTNice}, {"--stream-nice", cfg.StreamNice}} {
+			}{{"--sst-nice", cfg.SSTNice}, {"--stream-nice", cfg.StreamNice}, {"--compaction-nice", cfg.CompactionNice}} {
 				if v.n < 0 || v.n > 19 {
 					return fmt.Errorf("%s %d: want a nice value from 0 to 19", v.flag, v.n)
 				}
@@ -63,6 +63,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.Var(byteSize[int64]{&cfg.SSTMaxRate}, "sst-max-rate", "bytes per second this node sends to one joiner as a state transfer donor (e.g. 50MB; default unlimited)")
 	f.IntVar(&cfg.SSTNice, "sst-nice", 3, "CPU priority of a donor's state transfer stream below its clients' (a nice value, 0-19; 0 gives the stream an equal share): on a busy donor the transfer slows down before the clients do")
 	f.IntVar(&cfg.StreamNice, "stream-nice", 10, "CPU priority of a streaming transaction's statements (from its first fragment on), and of the work that adds its fragments to the provisional batch on every node, below other sessions' (a nice value, 0-19; 0: equal): on a busy node a huge transaction yields to the short ones")
+	f.IntVar(&cfg.CompactionNice, "compaction-nice", 10, "CPU priority of the storage's compactions below the sessions' (a nice value, 0-19; 0: equal): a compaction rewrites much of a small database every few seconds, and at an equal share it halved the sessions' throughput for that second; a compaction of a deep level 0 runs at normal priority")
 	f.IntVar(&cfg.ApplierThreads, "applier-threads", 1, "wsrep_applier_threads: workers that build replicated write-sets in parallel (dependencies from their keys) while commits stay in log order; SET GLOBAL wsrep_applier_threads changes it at runtime")
 	cfg.StreamThreshold = 1 << 20
 	f.Var(byteSize[int64]{&cfg.StreamThreshold}, "stream-threshold", "a transaction whose changes grow past this size streams (replicates in fragments of 1/8 of it, rows locked cluster-wide, visible at commit) even without wsrep_trx_fragment_size (default 1MiB; 0 never)")
