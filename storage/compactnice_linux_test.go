@@ -6,17 +6,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/sys/unix"
-)
 
-// threadNice is the calling thread's nice value (the raw getpriority
-// system call returns 20 - nice).
-func threadNice(t *testing.T) int {
-	p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 20 - p
-}
+	"github.com/certusdb/certus/internal/lowprio"
+)
 
 // A compaction runs at the configured nice value from CompactionBegin to
 // CompactionEnd on its goroutine's thread, unless it takes urgentL0Tables
@@ -44,11 +36,11 @@ func TestCompactionNice(t *testing.T) {
 			go func() {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				before := threadNice(t)
+				before := lowprio.ThreadNice()
 				l.CompactionBegin(pebble.CompactionInfo{JobID: 7, Input: tc.input})
-				during := threadNice(t)
+				during := lowprio.ThreadNice()
 				l.CompactionEnd(pebble.CompactionInfo{JobID: 7, Input: tc.input, Done: true})
-				done <- [3]int{before, during, threadNice(t)}
+				done <- [3]int{before, during, lowprio.ThreadNice()}
 			}()
 			n := <-done
 			want := n[0]

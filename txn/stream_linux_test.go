@@ -7,17 +7,9 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"golang.org/x/sys/unix"
-)
 
-// threadNice is the calling thread's nice value.
-func threadNice(t *testing.T) int {
-	t.Helper()
-	p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 20 - p
-}
+	"github.com/certusdb/certus/internal/lowprio"
+)
 
 // With Config.StreamNice, a statement that sends a fragment runs from then
 // on at that nice value; the end of the statement (and of the transaction)
@@ -32,7 +24,7 @@ func TestStreamingStatementRunsAtLowerPriority(t *testing.T) {
 	ctx := context.Background()
 	m, _, ti := newTestManager(t)
 	m.cfg.StreamNice = 7
-	base := threadNice(t)
+	base := lowprio.ThreadNice()
 	tx := m.Begin(Options{FragmentUnit: FragmentRows, FragmentSize: 2})
 	id := int64(100)
 	statement := func(rows int) {
@@ -46,23 +38,23 @@ func TestStreamingStatementRunsAtLowerPriority(t *testing.T) {
 		}
 	}
 	statement(1) // no fragment yet
-	if n := threadNice(t); n != base {
+	if n := lowprio.ThreadNice(); n != base {
 		t.Fatalf("nice %d before any fragment, want %d", n, base)
 	}
 	statement(4)
-	if n := threadNice(t); n != 7 {
+	if n := lowprio.ThreadNice(); n != 7 {
 		t.Fatalf("nice %d after a fragment, want 7", n)
 	}
 	tx.StatementComplete()
-	if n := threadNice(t); n != base {
+	if n := lowprio.ThreadNice(); n != base {
 		t.Fatalf("nice %d after the statement, want %d", n, base)
 	}
 	statement(3)
-	if n := threadNice(t); n != 7 {
+	if n := lowprio.ThreadNice(); n != 7 {
 		t.Fatalf("nice %d after the next statement's fragment, want 7", n)
 	}
 	commit(t, tx)
-	if n := threadNice(t); n != base {
+	if n := lowprio.ThreadNice(); n != base {
 		t.Fatalf("nice %d after the commit, want %d", n, base)
 	}
 }

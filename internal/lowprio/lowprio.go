@@ -65,6 +65,14 @@ func Lower(nice int) (restore func() bool) {
 	}
 }
 
+// ThreadNice is the calling thread's nice value (0 where thread priorities
+// are not supported). A goroutine reads its own thread's only while it is
+// locked to it (runtime.LockOSThread, or inside Run or Lower).
+func ThreadNice() int {
+	_, nice := thread()
+	return nice
+}
+
 // addSlot gives the process one more scheduler slot for a thread of lower
 // priority, so that while the kernel holds it back it does not keep one
 // of the slots the clients' goroutines run in.

@@ -9,22 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadNice is the calling thread's nice value (the raw getpriority
-// system call returns 20 - nice).
-func threadNice(t *testing.T) int {
-	p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 20 - p
-}
-
 // Run gives fn a thread of the given nice value and one more scheduler
 // slot while any call runs; the caller's thread and GOMAXPROCS are as
 // before afterwards.
 func TestRun(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
-	before := threadNice(t)
+	before := ThreadNice()
 	errBoom := errors.New("boom")
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -35,7 +25,7 @@ func TestRun(t *testing.T) {
 			defer wg.Done()
 			err := Run(before+5, func() error {
 				<-start
-				results[i] = threadNice(t)
+				results[i] = ThreadNice()
 				if got := runtime.GOMAXPROCS(0); got != procs+1 {
 					t.Errorf("GOMAXPROCS %d during Run, want %d", got, procs+1)
 				}
@@ -58,7 +48,7 @@ func TestRun(t *testing.T) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if n := threadNice(t); n != before {
+	if n := ThreadNice(); n != before {
 		t.Errorf("a thread outside Run is at nice %d, want %d", n, before)
 	}
 }
@@ -73,9 +63,9 @@ func TestLower(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	before := threadNice(t)
+	before := ThreadNice()
 	restore := Lower(before + 4)
-	if n := threadNice(t); n != before+4 {
+	if n := ThreadNice(); n != before+4 {
 		t.Fatalf("nice %d after Lower, want %d", n, before+4)
 	}
 	if got := runtime.GOMAXPROCS(0); got != procs+1 {
@@ -84,7 +74,7 @@ func TestLower(t *testing.T) {
 	if !restore() || !restore() {
 		t.Fatal("restore reported false as root")
 	}
-	if n := threadNice(t); n != before {
+	if n := ThreadNice(); n != before {
 		t.Fatalf("nice %d after restore, want %d", n, before)
 	}
 	if got := runtime.GOMAXPROCS(0); got != procs {
