@@ -51,7 +51,8 @@ type waiter struct {
 	o     *lockOwner
 	mode  LockMode
 	ready chan struct{}
-	done  bool // granted or abandoned, guarded by Locks.mu
+	done  bool   // granted or abandoned, guarded by Locks.mu
+	pos   uint64 // the owner's position, set when granted (before ready closes)
 }
 
 type lockState struct {
@@ -85,14 +86,6 @@ func (ls *lockState) holding(o *lockOwner) (int, LockMode) {
 		}
 	}
 	return -1, 0
-}
-
-// posOf is o's position for the lock (0 when o does not hold it).
-func (ls *lockState) posOf(o *lockOwner) uint64 {
-	if i, _ := ls.holding(o); i >= 0 {
-		return ls.holders[i].pos
-	}
-	return 0
 }
 
 // compatible reports whether o may take mode now, given the holders.
@@ -153,9 +146,7 @@ func (l *Locks) Lock(ctx context.Context, o *lockOwner, key []byte, mode LockMod
 	var err error
 	select {
 	case <-w.ready:
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return ls.posOf(o), nil
+		return w.pos, nil
 	case <-timer.C:
 		err = ErrLockWaitTimeout
 	case <-ctx.Done():
@@ -164,7 +155,7 @@ func (l *Locks) Lock(ctx context.Context, o *lockOwner, key []byte, mode LockMod
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if w.done { // granted while we gave up: keep it
-		return ls.posOf(o), nil
+		return w.pos, nil
 	}
 	w.done = true
 	o.waiting = nil
@@ -201,7 +192,7 @@ func (l *Locks) wake(ls *lockState) {
 		}
 		ls.queue = ls.queue[1:]
 		i, _ := ls.holding(w.o)
-		l.grant(ls, w.o, w.mode, i)
+		w.pos = l.grant(ls, w.o, w.mode, i)
 		w.done = true
 		w.o.waiting = nil
 		close(w.ready)
