@@ -1,6 +1,7 @@
 package sqlengine
 
 import (
+	"io"
 	"net"
 	"runtime"
 	"testing"
@@ -19,11 +20,37 @@ func acceptPair(t *testing.T, l trackListener) (net.Conn, *trackConn) {
 		t.Fatal(err)
 	}
 	tc := sc.(*trackConn)
-	if tc.direct == nil {
+	if _, ok := tc.io.(*directConn); !ok {
 		t.Fatal("a TCP client connection is not read directly")
 	}
 	t.Cleanup(func() { client.Close(); tc.Close() })
 	return client, tc
+}
+
+// ioMode says whether tc's socket is read directly or through the poller.
+func ioMode(tc *trackConn) string {
+	d := tc.io.(*directConn)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.file != nil:
+		return "direct"
+	case d.polled != nil:
+		return "polled"
+	}
+	return "none"
+}
+
+// pong writes an answer on the server side and reads it on the client.
+func pong(t *testing.T, server *trackConn, client net.Conn) {
+	t.Helper()
+	if _, err := server.io.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(client, buf); err != nil || string(buf) != "pong" {
+		t.Fatalf("client read %q, %v", buf, err)
+	}
 }
 
 // TestDirectRead reads client data both ways (blocked in recv with few
@@ -58,6 +85,10 @@ func TestDirectRead(t *testing.T) {
 			if n, err := servers[i].Read(buf[:0]); n != 0 || err != nil {
 				t.Fatalf("empty read: %d, %v", n, err)
 			}
+			if got, want := ioMode(servers[i]), map[bool]string{true: "direct", false: "polled"}[conns == 1]; got != want {
+				t.Fatalf("%d connections: the connection is %s, want %s", conns, got, want)
+			}
+			pong(t, servers[i], clients[i])
 		}
 		for i := range clients {
 			clients[i].Close()
@@ -71,6 +102,34 @@ func TestDirectRead(t *testing.T) {
 			t.Fatalf("%d connections open after closing all, want %d", got, base)
 		}
 	}
+
+	// a connection moves into the poller while there are many, and out of
+	// it again once the others have gone
+	many := runtime.GOMAXPROCS(0) + 2
+	clients := make([]net.Conn, many)
+	servers := make([]*trackConn, many)
+	for i := range clients {
+		clients[i], servers[i] = acceptPair(t, l)
+	}
+	for _, want := range []string{"polled", "direct"} {
+		if want == "direct" {
+			for i := 1; i < many; i++ {
+				servers[i].Close()
+			}
+		}
+		if _, err := clients[0].Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(servers[0], buf); err != nil || string(buf) != "ping" {
+			t.Fatalf("read %q, %v", buf, err)
+		}
+		if got := ioMode(servers[0]); got != want {
+			t.Fatalf("the connection is %s, want %s", got, want)
+		}
+		pong(t, servers[0], clients[0])
+	}
+	servers[0].Close()
 
 	// a read blocked in recv(2) returns when another goroutine closes the
 	// connection (KILL, wsrep_reject_queries=ALL_KILL, shutdown)

@@ -2,16 +2,9 @@
 
 package sqlengine
 
-import (
-	"errors"
-	"net"
-)
+import "net"
 
-// directReader is Linux-only; elsewhere every read uses Go's poller.
-type directReader struct{}
+// directConn is Linux-only; elsewhere every connection uses Go's poller.
+type directConn struct{ net.Conn }
 
-func newDirectReader(net.Conn) *directReader { return nil }
-
-func (*directReader) read([]byte) (int, error) { return 0, errors.ErrUnsupported }
-
-func (*directReader) close() {}
+func newDirectConn(net.Conn) *directConn { return nil }

@@ -2,6 +2,7 @@ package sqlengine
 
 import (
 	"encoding/binary"
+	"io"
 	"net"
 	"sync"
 
@@ -43,13 +44,19 @@ func (l trackListener) Accept() (net.Conn, error) {
 	if l.accepted != nil {
 		l.accepted()
 	}
-	return &trackConn{Conn: c, direct: newDirectReader(c)}, nil
+	tc := &trackConn{Conn: c}
+	if d := newDirectConn(c); d != nil {
+		tc.io = d
+	} else {
+		tc.io = c
+	}
+	return tc, nil
 }
 
 // trackConn is the packet filter of one client connection.
 type trackConn struct {
-	net.Conn
-	direct *directReader // nil: reads go through Go's network poller
+	net.Conn                    // the accepted connection, for its addresses
+	io       io.ReadWriteCloser // what reads, writes and closes: c, or its directConn
 
 	mu       sync.Mutex
 	greeted  bool   // the server greeting went out (with the capability added)
@@ -82,7 +89,7 @@ func (c *trackConn) flush() error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
-	_, err := c.Conn.Write(c.wbuf)
+	_, err := c.io.Write(c.wbuf)
 	c.wbuf = c.wbuf[:0]
 	if cap(c.wbuf) > 4*flushAt {
 		c.wbuf = nil
@@ -96,10 +103,7 @@ func (c *trackConn) Close() error {
 	c.mu.Lock()
 	_ = c.flush()
 	c.mu.Unlock()
-	if c.direct != nil {
-		c.direct.close()
-	}
-	return c.Conn.Close()
+	return c.io.Close()
 }
 
 // Tracking reports whether the client negotiated session tracking.
@@ -126,13 +130,7 @@ func (c *trackConn) Read(b []byte) (int, error) {
 	if ferr != nil {
 		return 0, ferr
 	}
-	var n int
-	var err error
-	if c.direct != nil {
-		n, err = c.direct.read(b)
-	} else {
-		n, err = c.Conn.Read(b)
-	}
+	n, err := c.io.Read(b)
 	if n > 0 {
 		c.mu.Lock()
 		if !c.respSeen {
