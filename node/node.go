@@ -85,6 +85,10 @@ type Config struct {
 	// CompactionNice is the nice value of pebble's compactions (0:
 	// unchanged; see storage.Config.CompactionNice).
 	CompactionNice int
+	// SafeReads makes every causal read confirm the leader with a
+	// heartbeat round instead of the leader's lease (see
+	// replication.Config.SafeReads).
+	SafeReads bool
 	// Logger receives the node's log.
 	Logger *slog.Logger
 }
@@ -221,6 +225,7 @@ func (n *Node) start() error {
 		FlowControl:       n.opts.flow,
 		ApplierThreads:    cfg.ApplierThreads,
 		Joiner:            n.joiner,
+		SafeReads:         cfg.SafeReads,
 		Logger:            n.log,
 	})
 	if err != nil {

@@ -94,6 +94,14 @@ type CoreConfig struct {
 	OnOverwritten func(from uint64)
 	// OnReadState is called for every answered ReadIndex request.
 	OnReadState func(rs raft.ReadState)
+	// Clock, when set, reads a monotonic clock (any origin) and lets the
+	// leader answer ReadIndex requests from a lease proven by acknowledged
+	// heartbeats (see lease.go) instead of a heartbeat round per request.
+	// Nil: every request takes a round (raft's ReadOnlySafe).
+	Clock func() time.Duration
+	// TickInterval is the real time between two Ticks; with Clock it
+	// sets the lease's length.
+	TickInterval time.Duration
 	// OnMembers is called after a configuration change with the members
 	// and the ids removed by it.
 	OnMembers func(members []Member, removed []uint64)
@@ -107,8 +115,9 @@ type CoreConfig struct {
 // raft log, certification and apply. It is driven by one goroutine through
 // Tick, Step, Propose and Process; Process persists what raft asks, applies
 // committed entries and returns the messages to send. It keeps no timers
-// and reads no clock, so N cores can run in one process on a simulated
-// network (package sim) exactly as they run in production (Node).
+// and reads no clock but CoreConfig.Clock, so N cores can run in one
+// process on a simulated network (package sim) exactly as they run in
+// production (Node).
 type Core struct {
 	cfg  CoreConfig
 	log  *slog.Logger
@@ -163,6 +172,8 @@ type Core struct {
 	originFloor   uint64
 	lastUntracked uint64
 	queue         []queued // committed entries not applied yet, in log order
+
+	lease *lease // nil without Clock
 
 	stats Stats
 }
@@ -249,6 +260,11 @@ func (c *Core) open() error {
 	first, _ := logs.FirstIndex()
 	raftApplied := max(min(applied, hs.GetCommit()), first-1)
 	c.recoverTo.Store(hs.GetCommit())
+	readOnlyOption := raft.ReadOnlySafe
+	if cfg.Clock != nil && cfg.TickInterval > 0 {
+		readOnlyOption = raft.ReadOnlyLeaseBased // every answer is held until the lease is proven
+		c.lease = newLease(cfg.TickInterval, cfg.ElectionTicks)
+	}
 	raw, err := raft.NewRawNode(&raft.Config{
 		ID:                        cfg.Self.ID,
 		ElectionTick:              cfg.ElectionTicks,
@@ -261,6 +277,7 @@ func (c *Core) open() error {
 		MaxInflightMsgs:           256,
 		CheckQuorum:               true,
 		PreVote:                   true,
+		ReadOnlyOption:            readOnlyOption,
 		Logger:                    raftLogger{cfg.Logger},
 	})
 	if err != nil {
@@ -405,8 +422,21 @@ func (c *Core) handOffLeadership() {
 	}
 }
 
-// Step hands a message from a peer to raft.
+// Step hands a message from a peer to raft. With leases, a vote request
+// is ignored until the node has ticked an election timeout since its start:
+// before its restart it may have acknowledged a leader whose lease still
+// runs, and it no longer knows (see lease.go).
 func (c *Core) Step(m *pb.Message) {
+	if c.lease != nil {
+		switch m.GetType() {
+		case pb.MsgVote, pb.MsgPreVote:
+			if c.ticks < uint64(c.cfg.ElectionTicks) && m.GetFrom() != c.cfg.Self.ID {
+				return
+			}
+		case pb.MsgHeartbeatResp:
+			c.lease.ack(m)
+		}
+	}
 	if err := c.raw.Step(m); err != nil && err != raft.ErrStepPeerNotFound {
 		c.log.Debug("raft step", "err", err)
 	}
@@ -477,7 +507,14 @@ func (c *Core) Process() ([]*pb.Message, error) {
 			return out, err
 		}
 		c.noteAppended(rd.Entries, last)
-		out = append(out, rd.Messages...)
+		readStates := rd.ReadStates
+		if c.lease != nil {
+			var msgs []*pb.Message
+			msgs, readStates = c.leaseHold(rd.Messages, readStates)
+			out = append(out, msgs...)
+		} else {
+			out = append(out, rd.Messages...)
+		}
 		var snapsSent []*pb.Message
 		for _, m := range rd.Messages {
 			if m.GetType() == pb.MsgSnap {
@@ -487,7 +524,7 @@ func (c *Core) Process() ([]*pb.Message, error) {
 		if err := c.enqueue(rd.CommittedEntries); err != nil {
 			return out, err
 		}
-		for _, rs := range rd.ReadStates {
+		for _, rs := range readStates {
 			if c.cfg.OnReadState != nil {
 				c.cfg.OnReadState(rs)
 			}
@@ -511,7 +548,54 @@ func (c *Core) Process() ([]*pb.Message, error) {
 			}
 		}
 	}
+	if c.lease != nil && (len(c.lease.held) > 0 || len(c.lease.heldLocal) > 0) {
+		// an acknowledgement stepped since may have proven the lease
+		msgs, readStates := c.leaseHold(nil, nil)
+		out = append(out, msgs...)
+		for _, rs := range readStates {
+			if c.cfg.OnReadState != nil {
+				c.cfg.OnReadState(rs)
+			}
+		}
+	}
 	return out, nil
+}
+
+// leaseHold passes raft's outgoing messages and read answers through the
+// lease (see lease.go): it stamps heartbeats, and while this node leads it
+// holds the answers to reads, its own and its followers', until the lease
+// is proven; it returns what may go out now, earlier held answers first.
+func (c *Core) leaseHold(msgs []*pb.Message, readStates []raft.ReadState) ([]*pb.Message, []raft.ReadState) {
+	l, now := c.lease, c.cfg.Clock()
+	st := c.raw.BasicStatus()
+	leading := st.RaftState == raft.StateLeader
+	if !leading || st.GetTerm() != l.term {
+		l.reset(st.GetTerm())
+	}
+	l.stamp(msgs, now)
+	if !leading {
+		return msgs, readStates
+	}
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if m.GetType() == pb.MsgReadIndexResp {
+			l.held = append(l.held, m)
+		} else {
+			out = append(out, m)
+		}
+	}
+	l.heldLocal = append(l.heldLocal, readStates...)
+	if len(l.held) == 0 && len(l.heldLocal) == 0 {
+		return out, nil
+	}
+	if st.LeadTransferee != raft.None || !l.valid(c.cfg.Self.ID, c.raw.Status().Config.Voters, now) {
+		c.stats.LeaseHeld.Add(1)
+		return out, nil
+	}
+	out = append(out, l.held...)
+	local := l.heldLocal
+	l.held, l.heldLocal = nil, nil
+	return out, local
 }
 
 // snapSent records a snapshot sent to a follower: its index and when.

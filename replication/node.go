@@ -126,6 +126,12 @@ type Config struct {
 	ApplierThreads int
 	// FlowControl configures flow control (zero fields: the defaults).
 	FlowControl flowcontrol.Config
+	// SafeReads makes the leader confirm with a heartbeat round that it
+	// still leads before it answers a causal read, instead of answering
+	// from its lease (see lease.go). The lease relies on the leader's
+	// monotonic clock running while the others' do; a virtual machine
+	// that can be paused without its clock knowing should not use it.
+	SafeReads bool
 	// Logger receives the node's log; nil uses slog.Default().
 	Logger *slog.Logger
 }
@@ -269,7 +275,10 @@ type Stats struct {
 	CertFailuresAll             atomic.Uint64 // all write-sets that failed certification
 	Applied                     atomic.Uint64
 	ReadIndexRounds             atomic.Uint64
-	Compactions                 atomic.Uint64 // raft log compactions
+	// LeaseHeld counts the times the leader held answers to reads because
+	// its lease was not proven yet.
+	LeaseHeld   atomic.Uint64
+	Compactions atomic.Uint64 // raft log compactions
 	// DepsDistance sums, over write-sets dispatched to parallel apply,
 	// their index minus the index they waited for (DepsCount of them):
 	// wsrep_cert_deps_distance is the mean.
@@ -309,11 +318,16 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Bootstrap {
 		bootstrap = []Member{cfg.Self}
 	}
+	var clock func() time.Duration
+	if !cfg.SafeReads {
+		start := time.Now()
+		clock = func() time.Duration { return time.Since(start) } // monotonic
+	}
 	core, err := NewCore(CoreConfig{
 		Self: cfg.Self, ClusterName: cfg.ClusterName, Engine: cfg.Engine, Bootstrap: bootstrap,
 		ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks, SyncLog: cfg.SyncLog,
 		Cert: cfg.Cert, LogRetentionBytes: cfg.LogRetentionBytes, Joiner: cfg.Joiner, Arbitrator: cfg.Arbitrator, Context: n.ctx, Logger: cfg.Logger,
-		PrepareAheadBytes: prepareAheadBytes, Now: time.Now, OnApplied: n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.finishRead, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
+		PrepareAheadBytes: prepareAheadBytes, Now: time.Now, Clock: clock, TickInterval: cfg.TickInterval, OnApplied: n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.finishRead, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
 	})
 	if err != nil {
 		n.cancel()

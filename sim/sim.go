@@ -35,6 +35,7 @@ import (
 	mrand "math/rand"
 	rand2 "math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/dolthub/go-mysql-server/sql"
@@ -376,6 +377,13 @@ func (w *world) step() {
 	}
 }
 
+// simTick is the real time a tick of the simulation stands for.
+const simTick = time.Millisecond
+
+// clockTime is the world's monotonic clock: it runs on while a node is
+// paused, as a real one does while its process is stopped.
+func (w *world) clockTime() time.Duration { return time.Duration(w.tick) * simTick }
+
 // process lets the node's core handle what it has ready.
 func (n *node) process() {
 	msgs, err := n.core.Process()
@@ -536,6 +544,8 @@ func (n *node) open() error {
 		Context:           n.transferCtx,
 		Logger:            n.w.log,
 		OnApplied:         n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.onReadState, OnTransferred: n.onTransferred,
+		Clock:        n.w.clockTime,
+		TickInterval: simTick,
 	})
 	if err == nil {
 		err = core.FinishPendingTransfer()

@@ -68,6 +68,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	cfg.StreamThreshold = 1 << 20
 	f.Var(byteSize[int64]{&cfg.StreamThreshold}, "stream-threshold", "a transaction whose changes grow past this size streams (replicates in fragments of 1/8 of it, rows locked cluster-wide, visible at commit) even without wsrep_trx_fragment_size (default 1MiB; 0 never)")
 	f.StringVar(&cfg.ProviderOptions, "provider-options", "", `provider options as in Galera's wsrep_provider_options, e.g. "gcs.fc_limit=100; gcs.fc_factor=1.0" (flow control); SET GLOBAL wsrep_provider_options changes them at runtime`)
+	f.BoolVar(&cfg.SafeReads, "safe-reads", false, "answer causal reads (wsrep_sync_wait) only after the leader confirmed with a heartbeat round that it still leads, instead of from its lease (two network hops less per read); use it where a node's clock can stop while the others' run, as in a virtual machine paused without its clock knowing")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&cfg.FaultInjection, "enable-fault-injection", false, "enable POST /debug/fault on the HTTP port (tests only)")
 	_ = f.MarkHidden("enable-fault-injection")
