@@ -22,6 +22,7 @@ func benchClusterCmd() *cobra.Command {
 	var tables, size, threads, tries int
 	var dur, staleTime time.Duration
 	var noGalera bool
+	var nodeFlags []string
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "3-node Certus and 3-node Galera side by side: scenarios b–e of the anchors",
@@ -48,7 +49,7 @@ Prints one table per scenario with both systems and the ratio. Holds
 			}
 			defer unlock()
 			progress("starting a 3-node certus cluster...")
-			c, err := bench.StartCertus(self, 3, "--sync-commit=false")
+			c, err := bench.StartCertus(self, 3, append([]string{"--sync-commit=false"}, nodeFlags...)...)
 			if err != nil {
 				return err
 			}
@@ -101,6 +102,7 @@ Prints one table per scenario with both systems and the ratio. Holds
 	f.DurationVar(&staleTime, "stale-time", 20*time.Second, "time limit of each stale-read probe (e)")
 	f.StringVar(&anchors, "anchors", defaultAnchors, "directory of the Galera/MariaDB anchor scripts")
 	f.BoolVar(&noGalera, "no-galera", false, "run Certus only")
+	f.StringArrayVar(&nodeFlags, "node-flag", nil, "a flag for every Certus node, e.g. --node-flag=--safe-reads (repeatable), to compare settings")
 	return cmd
 }
 
