@@ -524,11 +524,7 @@ func (c *Core) Process() ([]*pb.Message, error) {
 		if err := c.enqueue(rd.CommittedEntries); err != nil {
 			return out, err
 		}
-		for _, rs := range readStates {
-			if c.cfg.OnReadState != nil {
-				c.cfg.OnReadState(rs)
-			}
-		}
+		c.answerReads(readStates)
 		c.raw.Advance(rd)
 		// A snapshot only tells the follower where to fetch its state; it
 		// counts as delivered once sent. The leader then probes the
@@ -552,11 +548,7 @@ func (c *Core) Process() ([]*pb.Message, error) {
 		// an acknowledgement stepped since may have proven the lease
 		msgs, readStates := c.leaseHold(nil, nil)
 		out = append(out, msgs...)
-		for _, rs := range readStates {
-			if c.cfg.OnReadState != nil {
-				c.cfg.OnReadState(rs)
-			}
-		}
+		c.answerReads(readStates)
 	}
 	return out, nil
 }
@@ -572,16 +564,19 @@ func (c *Core) leaseHold(msgs []*pb.Message, readStates []raft.ReadState) ([]*pb
 	if !leading || st.GetTerm() != l.term {
 		l.reset(st.GetTerm())
 	}
-	l.stamp(msgs, now)
 	if !leading {
 		return msgs, readStates
 	}
-	out := msgs[:0:0]
-	for _, m := range msgs {
-		if m.GetType() == pb.MsgReadIndexResp {
-			l.held = append(l.held, m)
-		} else {
-			out = append(out, m)
+	l.stamp(msgs, now)
+	out := msgs[:len(msgs):len(msgs)] // appending copies: raft's slice stays as it is
+	if slices.ContainsFunc(msgs, isReadIndexResp) {
+		out = nil
+		for _, m := range msgs {
+			if isReadIndexResp(m) {
+				l.held = append(l.held, m)
+			} else {
+				out = append(out, m)
+			}
 		}
 	}
 	l.heldLocal = append(l.heldLocal, readStates...)
@@ -596,6 +591,18 @@ func (c *Core) leaseHold(msgs []*pb.Message, readStates []raft.ReadState) ([]*pb
 	local := l.heldLocal
 	l.held, l.heldLocal = nil, nil
 	return out, local
+}
+
+func isReadIndexResp(m *pb.Message) bool { return m.GetType() == pb.MsgReadIndexResp }
+
+// answerReads hands answered ReadIndex requests to OnReadState.
+func (c *Core) answerReads(rss []raft.ReadState) {
+	if c.cfg.OnReadState == nil {
+		return
+	}
+	for _, rs := range rss {
+		c.cfg.OnReadState(rs)
+	}
 }
 
 // snapSent records a snapshot sent to a follower: its index and when.
