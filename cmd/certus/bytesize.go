@@ -41,7 +41,16 @@ func (b byteSize[T]) String() string {
 	if b.p == nil || *b.p == 0 {
 		return ""
 	}
-	return strconv.FormatUint(uint64(*b.p), 10)
+	v := uint64(*b.p)
+	for _, u := range []struct {
+		suffix string
+		size   uint64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v%u.size == 0 {
+			return strconv.FormatUint(v/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatUint(v, 10)
 }
 
 func (b byteSize[T]) Set(s string) error {

@@ -7,9 +7,11 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/certusdb/certus/internal/gcfloor"
 	"github.com/certusdb/certus/node"
 )
 
@@ -17,6 +19,7 @@ func nodeCmd() *cobra.Command {
 	var cfg node.Config
 	var join string
 	var logLevel string
+	heapFloor := uint64(128 << 20)
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Run one Certus node",
@@ -39,6 +42,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 			}
 			cfg.Join = splitList(join)
 			cfg.Logger = newLogger(logLevel)
+			defer gcfloor.Start(heapFloor, 250*time.Millisecond)()
 			n, err := node.Start(cfg)
 			if err != nil {
 				return err
@@ -69,6 +73,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.Var(byteSize[int64]{&cfg.StreamThreshold}, "stream-threshold", "a transaction whose changes grow past this size streams (replicates in fragments of 1/8 of it, rows locked cluster-wide, visible at commit) even without wsrep_trx_fragment_size (default 1MiB; 0 never)")
 	f.StringVar(&cfg.ProviderOptions, "provider-options", "", `provider options as in Galera's wsrep_provider_options, e.g. "gcs.fc_limit=100; gcs.fc_factor=1.0" (flow control); SET GLOBAL wsrep_provider_options changes them at runtime`)
 	f.BoolVar(&cfg.SafeReads, "safe-reads", false, "answer causal reads (wsrep_sync_wait) only after the leader confirmed with a heartbeat round that it still leads, instead of from its lease (two network hops less per read); use it where a node's clock can stop while the others' run, as in a virtual machine paused without its clock knowing")
+	f.Var(byteSize[uint64]{&heapFloor}, "gc-heap-floor", "Go heap the node may fill before its garbage collector runs, while little of it is live (0: Go's default, a collection each time the heap doubles); an explicit GOGC overrides it, GOMEMLIMIT still caps it")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&cfg.FaultInjection, "enable-fault-injection", false, "enable POST /debug/fault on the HTTP port (tests only)")
 	_ = f.MarkHidden("enable-fault-injection")
