@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
@@ -71,16 +72,23 @@ func (fc *fastCall) selectRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Stateme
 		out = p.project(limitRows(rows, limit))
 	}
 	res := &sqltypes.Result{Fields: fields, Rows: make([][]sqltypes.Value, len(out))}
+	n := 0
+	for _, row := range out {
+		n += len(row)
+	}
+	vals := make([]sqltypes.Value, n) // one allocation for the result's values
+	var buf []byte
 	for i, row := range out {
-		vals := make([]sqltypes.Value, len(row))
+		rv := vals[:len(row):len(row)]
+		vals = vals[len(row):]
 		for j, v := range row {
-			sv, err := p.types[j].SQL(ctx, nil, v)
+			sv, err := sqlInto(ctx, p.types[j], v, &buf)
 			if err != nil {
 				return nil, err
 			}
-			vals[j] = sv
+			rv[j] = sv
 		}
-		res.Rows[i] = vals
+		res.Rows[i] = rv
 	}
 	lqi := fc.s.GetLastQueryInfo()
 	lqi.RowCount.Store(-1)
@@ -155,11 +163,42 @@ func (p *fastPlan) scanRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement,
 	return rows, nil
 }
 
+// sqlBufSize is the size of the buffers sqlInto converts values into.
+const sqlBufSize = 8 << 10
+
+// sqlInto converts v to its wire value as typ does, into the free
+// capacity of *buf where it can, so the values of a result set share a
+// few buffers instead of allocating one each. go-mysql-server's SQL
+// methods append the value's bytes to the dest they are given (and may
+// return bytes elsewhere, or a shorter tail of what they appended); the
+// part of *buf up to the end of the returned bytes is taken, and the rest
+// stays free. Taken bytes are never written again.
+func sqlInto(ctx *sql.Context, typ sql.Type, v any, buf *[]byte) (sqltypes.Value, error) {
+	if cap(*buf)-len(*buf) < 256 {
+		*buf = make([]byte, 0, sqlBufSize)
+	}
+	free := (*buf)[len(*buf):]
+	sv, err := typ.SQL(ctx, free, v)
+	if err != nil {
+		return sv, err
+	}
+	if raw := sv.Raw(); len(raw) > 0 {
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(free)))
+		at := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+		if at >= start && at+uintptr(len(raw)) <= start+uintptr(cap(free)) {
+			*buf = (*buf)[:len(*buf)+int(at-start)+len(raw)]
+		}
+	}
+	return sv, nil
+}
+
 // project returns the SELECT columns of rows.
 func (p *fastPlan) project(rows []sql.Row) []sql.Row {
 	out := make([]sql.Row, len(rows))
+	w := len(p.proj)
+	vals := make([]any, len(rows)*w) // one allocation for all rows
 	for i, row := range rows {
-		pr := make(sql.Row, len(p.proj))
+		pr := vals[i*w : (i+1)*w : (i+1)*w]
 		for j, o := range p.proj {
 			pr[j] = row[o]
 		}

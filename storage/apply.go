@@ -406,6 +406,12 @@ func (ti *TableInfo) DecodeRow(v []byte) (sql.Row, error) { return ti.DecodeColu
 // that want marks by ordinal (all when want is nil); the others are nil.
 // The row never aliases v.
 func (ti *TableInfo) DecodeColumns(v []byte, want []bool) (sql.Row, error) {
+	return ti.DecodeColumnsIn(v, want, nil)
+}
+
+// DecodeColumnsIn is DecodeColumns with the row and its values taken from
+// a (see codec.Arena); nil allocates each.
+func (ti *TableInfo) DecodeColumnsIn(v []byte, want []bool, a *codec.Arena) (sql.Row, error) {
 	if ti.Def.Keyless() {
 		_, rb, ok := SplitKeylessValue(v)
 		if !ok {
@@ -413,8 +419,13 @@ func (ti *TableInfo) DecodeColumns(v []byte, want []bool) (sql.Row, error) {
 		}
 		v = rb
 	}
-	row := make(sql.Row, ti.Layout.Width())
-	if err := ti.Layout.DecodeSome(v, row, want); err != nil {
+	var row sql.Row
+	if a != nil {
+		row = a.Row(ti.Layout.Width())
+	} else {
+		row = make(sql.Row, ti.Layout.Width())
+	}
+	if err := ti.Layout.DecodeSomeIn(v, row, want, a); err != nil {
 		return nil, fmt.Errorf("%w: table %s.%s: %v", ErrCorruptData, ti.Def.DB, ti.Def.Name, err)
 	}
 	return row, nil

@@ -31,7 +31,8 @@ type RowIter struct {
 	bufPos int
 	b      *tableBuf
 
-	want []bool // columns to decode from stored rows (nil: all)
+	want  []bool      // columns to decode from stored rows (nil: all)
+	arena codec.Arena // memory of the rows and keys it returns
 
 	started bool
 	pending sql.Row // keyless rows repeat count times
@@ -231,10 +232,10 @@ func (r *RowIter) Next() (pk []byte, row sql.Row, ok bool, err error) {
 		// decoded row does not alias it
 		var rowPK, value []byte
 		if r.ii == nil {
-			rowPK = append([]byte(nil), baseKey...)
+			rowPK = r.arena.Bytes(baseKey)
 			value = r.it.Value()
 		} else {
-			rowPK = append([]byte(nil), r.it.Value()...)
+			rowPK = r.arena.Bytes(r.it.Value())
 		}
 		if r.b != nil {
 			if _, mine := r.b.get(rowPK); mine {
@@ -306,7 +307,7 @@ func (r *RowIter) fetch(pk, value []byte) (sql.Row, uint64, bool, error) {
 		}
 		count = n
 	}
-	row, err := r.ti.DecodeColumns(value, r.want)
+	row, err := r.ti.DecodeColumnsIn(value, r.want, &r.arena)
 	if err != nil {
 		return nil, 0, false, err
 	}

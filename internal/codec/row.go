@@ -181,6 +181,12 @@ func (l *RowLayout) DecodeRow(data []byte) (sql.Row, error) {
 // others stay nil and cost no allocation. The whole value is still checked
 // for shape.
 func (l *RowLayout) DecodeSome(data []byte, row sql.Row, want []bool) error {
+	return l.DecodeSomeIn(data, row, want, nil)
+}
+
+// DecodeSomeIn is DecodeSome with strings, byte strings and integers
+// taken from a (see Arena); nil allocates each.
+func (l *RowLayout) DecodeSomeIn(data []byte, row sql.Row, want []bool, a *Arena) error {
 	if len(data) < 1 || data[0] != rowVersion {
 		return ErrCorruptRow
 	}
@@ -208,7 +214,7 @@ func (l *RowLayout) DecodeSome(data []byte, row sql.Row, want []bool) error {
 			data = rest
 			continue
 		}
-		v, rest, err := decodeValue(data)
+		v, rest, err := decodeValue(data, a)
 		if err != nil {
 			return err
 		}
@@ -234,11 +240,13 @@ func skipValue(data []byte) ([]byte, error) {
 			return data[1+n+int(l):], nil
 		}
 	}
-	_, rest, err := decodeValue(data)
+	_, rest, err := decodeValue(data, nil)
 	return rest, err
 }
 
-func decodeValue(data []byte) (any, []byte, error) {
+// decodeValue decodes the value at the start of data, taking strings, byte
+// strings and int64s from a when it is not nil.
+func decodeValue(data []byte, a *Arena) (any, []byte, error) {
 	if len(data) == 0 {
 		return nil, nil, ErrCorruptRow
 	}
@@ -259,11 +267,17 @@ func decodeValue(data []byte) (any, []byte, error) {
 		case tInt16:
 			return int16(x), data, nil
 		case tInt32:
+			if a != nil {
+				return a.Int32(int32(x)), data, nil
+			}
 			return int32(x), data, nil
 		case tInt:
 			return int(x), data, nil
 		case tTimespan:
 			return types.Timespan(x), data, nil
+		}
+		if a != nil {
+			return a.Int64(x), data, nil
 		}
 		return x, data, nil
 	case tUint8, tUint16, tUint32, tUint64, tUint:
@@ -319,8 +333,14 @@ func decodeValue(data []byte) (any, []byte, error) {
 			}
 			return d, data, nil
 		case tString:
+			if a != nil {
+				return a.String(b), data, nil
+			}
 			return string(b), data, nil
 		case tBytes:
+			if a != nil && len(b) > 0 {
+				return a.Bytes(b), data, nil
+			}
 			return append([]byte{}, b...), data, nil
 		case tJSON:
 			return types.NewLazyJSONDocument(append([]byte{}, b...)), data, nil

@@ -1,0 +1,93 @@
+package codec
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestArenaValues checks that what an arena hands out equals what plain
+// allocation gives, stays intact while the arena hands out more and the
+// collector runs, and reallocates when appended to.
+func TestArenaValues(t *testing.T) {
+	var a Arena
+	type kept struct {
+		row   []any
+		b     []byte
+		wantB string
+	}
+	var all []kept
+	for i := range 5000 {
+		s := strings.Repeat(fmt.Sprint(i%10), i%70)
+		if i%997 == 0 {
+			s = strings.Repeat("x", arenaLarge+1) // a large value
+		}
+		row := a.Row(4)
+		row[0] = a.String([]byte(s))
+		row[1] = a.Int64(int64(i) * 1_000_003)
+		row[2] = a.Int64(int64(i % 256))
+		row[3] = a.Int32(int32(-i))
+		b := a.Bytes([]byte(s))
+		all = append(all, kept{row, b, s})
+	}
+	runtime.GC()
+	for i, k := range all {
+		want := strings.Repeat(fmt.Sprint(i%10), i%70)
+		if i%997 == 0 {
+			want = strings.Repeat("x", arenaLarge+1)
+		}
+		if got, ok := k.row[0].(string); !ok || got != want {
+			t.Fatalf("row %d string = %#v, want %q", i, k.row[0], want)
+		}
+		if got, ok := k.row[1].(int64); !ok || got != int64(i)*1_000_003 {
+			t.Fatalf("row %d int = %#v", i, k.row[1])
+		}
+		if got, ok := k.row[2].(int64); !ok || got != int64(i%256) {
+			t.Fatalf("row %d small int = %#v", i, k.row[2])
+		}
+		if got, ok := k.row[3].(int32); !ok || got != int32(-i) {
+			t.Fatalf("row %d int32 = %#v", i, k.row[3])
+		}
+		if string(k.b) != k.wantB {
+			t.Fatalf("bytes %d = %q, want %q", i, k.b, k.wantB)
+		}
+	}
+	// appending to a row or to bytes must not write into a neighbour
+	r1, r2 := a.Row(1), a.Row(1)
+	r2[0] = "second"
+	_ = append(r1, "spill")
+	if r2[0] != "second" {
+		t.Fatalf("appending to a row overwrote the next one: %v", r2[0])
+	}
+	b1, b2 := a.Bytes([]byte("ab")), a.Bytes([]byte("cd"))
+	_ = append(b1, 'X')
+	if string(b2) != "cd" {
+		t.Fatalf("appending to bytes overwrote the next ones: %q", b2)
+	}
+	if a.String(nil) != "" {
+		t.Fatal("empty string")
+	}
+}
+
+// TestArenaAllocations checks the point of the arena: decoding rows into
+// it allocates far less than once per row.
+func TestArenaAllocations(t *testing.T) {
+	ids := []uint32{1, 2, 3}
+	l := NewRowLayout(ids)
+	data, err := AppendRow(context.Background(), nil, ids, []any{int64(123456), "a string value of some length", int64(7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a Arena
+	allocs := testing.AllocsPerRun(1000, func() {
+		row := a.Row(3)
+		if err := l.DecodeSomeIn(data, row, nil, &a); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 0.1 {
+		t.Fatalf("%.2f allocations per decoded row with an arena, want about 0", allocs)
+	}
+}
