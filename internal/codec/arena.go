@@ -14,22 +14,38 @@ import (
 //
 // Nothing handed out is ever reused or written again, so rows and values
 // stay valid as long as they are referenced, like separately allocated
-// ones; a chunk stays alive while anything in it is referenced. Values
-// larger than a chunk's share get their own allocation. The zero Arena is
-// ready to use; an Arena is not safe for concurrent use.
+// ones; a chunk stays alive while anything in it is referenced. Chunks
+// start small and double up to full size, so a scan that returns a row or
+// two pins little memory should its row or key be kept for long (a
+// transaction's write buffer); a string longer than 1 KiB gets its own
+// allocation. The zero Arena is ready to use; an Arena is not safe for
+// concurrent use.
 type Arena struct {
 	vals  []any
 	strs  []string
 	ints  []int64
 	int32 []int32
 	bytes []byte
+	grown int // chunks allocated so far: sizes double from small to full
 }
 
 const (
-	arenaValues = 256      // row slots, strings or integers per chunk
-	arenaBytes  = 16 << 10 // bytes per chunk of string data
+	arenaValues = 256      // row slots, strings or integers per full chunk
+	arenaBytes  = 16 << 10 // bytes per full chunk of string data
 	arenaLarge  = 1 << 10  // a string longer than this gets its own allocation
+	arenaFirst  = 5        // the first chunks are 1/32, 1/16, ... of full size
 )
+
+// chunk returns the size of the next chunk, of a kind whose full size is
+// full, and at least min.
+func (a *Arena) chunk(full, min int) int {
+	n := full
+	if a.grown < arenaFirst {
+		n = full >> (arenaFirst - a.grown)
+	}
+	a.grown++
+	return max(n, min)
+}
 
 // Row returns a row of width nil values. Appending to it reallocates.
 func (a *Arena) Row(width int) sql.Row {
@@ -37,7 +53,7 @@ func (a *Arena) Row(width int) sql.Row {
 		return make(sql.Row, width)
 	}
 	if len(a.vals)+width > cap(a.vals) {
-		a.vals = make([]any, 0, arenaValues)
+		a.vals = make([]any, 0, a.chunk(arenaValues, width))
 	}
 	n := len(a.vals)
 	a.vals = a.vals[:n+width]
@@ -50,7 +66,7 @@ func (a *Arena) Bytes(b []byte) []byte {
 		return append([]byte(nil), b...)
 	}
 	if len(a.bytes)+len(b) > cap(a.bytes) {
-		a.bytes = make([]byte, 0, arenaBytes)
+		a.bytes = make([]byte, 0, a.chunk(arenaBytes, len(b)))
 	}
 	n := len(a.bytes)
 	a.bytes = append(a.bytes, b...)
@@ -64,7 +80,7 @@ func (a *Arena) String(b []byte) any {
 	}
 	c := a.Bytes(b)
 	if len(a.strs) == cap(a.strs) {
-		a.strs = make([]string, 0, arenaValues)
+		a.strs = make([]string, 0, a.chunk(arenaValues, 1))
 	}
 	a.strs = append(a.strs, unsafe.String(&c[0], len(c)))
 	return boxAt(any(""), unsafe.Pointer(&a.strs[len(a.strs)-1]))
@@ -76,7 +92,7 @@ func (a *Arena) Int64(x int64) any {
 		return x // Go boxes these without allocating
 	}
 	if len(a.ints) == cap(a.ints) {
-		a.ints = make([]int64, 0, arenaValues)
+		a.ints = make([]int64, 0, a.chunk(arenaValues, 1))
 	}
 	a.ints = append(a.ints, x)
 	return boxAt(any(int64(0)), unsafe.Pointer(&a.ints[len(a.ints)-1]))
@@ -88,7 +104,7 @@ func (a *Arena) Int32(x int32) any {
 		return x
 	}
 	if len(a.int32) == cap(a.int32) {
-		a.int32 = make([]int32, 0, arenaValues)
+		a.int32 = make([]int32, 0, a.chunk(arenaValues, 1))
 	}
 	a.int32 = append(a.int32, x)
 	return boxAt(any(int32(0)), unsafe.Pointer(&a.int32[len(a.int32)-1]))

@@ -91,3 +91,24 @@ func TestArenaAllocations(t *testing.T) {
 		t.Fatalf("%.2f allocations per decoded row with an arena, want about 0", allocs)
 	}
 }
+
+// TestArenaStartsSmall checks that a scan returning one row pins little:
+// its first chunks are a fraction of full size.
+func TestArenaStartsSmall(t *testing.T) {
+	var a Arena
+	a.Row(4)
+	a.Bytes([]byte("key"))
+	_ = a.String([]byte("value"))
+	if c := cap(a.vals); c >= arenaValues {
+		t.Fatalf("first row chunk holds %d values, want a fraction of %d", c, arenaValues)
+	}
+	if c := cap(a.bytes); c >= arenaBytes {
+		t.Fatalf("first byte chunk is %d bytes, want a fraction of %d", c, arenaBytes)
+	}
+	for range 10 * arenaValues {
+		a.Row(1)
+	}
+	if c := cap(a.vals); c != arenaValues {
+		t.Fatalf("row chunks grew to %d values, want %d", c, arenaValues)
+	}
+}
