@@ -79,11 +79,7 @@ func (a *Arena) String(b []byte) any {
 		return "" // boxing the empty string does not allocate
 	}
 	c := a.Bytes(b)
-	if len(a.strs) == cap(a.strs) {
-		a.strs = make([]string, 0, a.chunk(arenaValues, 1))
-	}
-	a.strs = append(a.strs, unsafe.String(&c[0], len(c)))
-	return boxAt(any(""), unsafe.Pointer(&a.strs[len(a.strs)-1]))
+	return box(a, &a.strs, unsafe.String(&c[0], len(c)))
 }
 
 // Int64 returns x boxed.
@@ -91,11 +87,7 @@ func (a *Arena) Int64(x int64) any {
 	if x >= 0 && x < 256 {
 		return x // Go boxes these without allocating
 	}
-	if len(a.ints) == cap(a.ints) {
-		a.ints = make([]int64, 0, a.chunk(arenaValues, 1))
-	}
-	a.ints = append(a.ints, x)
-	return boxAt(any(int64(0)), unsafe.Pointer(&a.ints[len(a.ints)-1]))
+	return box(a, &a.ints, x)
 }
 
 // Int32 returns x boxed.
@@ -103,15 +95,21 @@ func (a *Arena) Int32(x int32) any {
 	if x >= 0 && x < 256 {
 		return x
 	}
-	if len(a.int32) == cap(a.int32) {
-		a.int32 = make([]int32, 0, a.chunk(arenaValues, 1))
+	return box(a, &a.int32, x)
+}
+
+// box keeps x in slab, a's chunk of its type, and returns it boxed there.
+func box[T string | int64 | int32](a *Arena, slab *[]T, x T) any {
+	if len(*slab) == cap(*slab) {
+		*slab = make([]T, 0, a.chunk(arenaValues, 1))
 	}
-	a.int32 = append(a.int32, x)
-	return boxAt(any(int32(0)), unsafe.Pointer(&a.int32[len(a.int32)-1]))
+	*slab = append(*slab, x)
+	var zero T
+	return boxAt(any(zero), unsafe.Pointer(&(*slab)[len(*slab)-1]))
 }
 
 // boxAt returns an interface of like's dynamic type whose value is the one
-// at p: Go keeps a boxed string or int64 as its type and a pointer to the
+// at p: Go keeps a boxed string or integer as its type and a pointer to the
 // value, so pointing that word at memory the arena never writes again is
 // what boxing would have done, minus the allocation. like must hold a
 // value of the type p points to, boxed without allocating.

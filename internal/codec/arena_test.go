@@ -74,15 +74,15 @@ func TestArenaValues(t *testing.T) {
 // TestArenaAllocations checks the point of the arena: decoding rows into
 // it allocates far less than once per row.
 func TestArenaAllocations(t *testing.T) {
-	ids := []uint32{1, 2, 3}
+	ids := []uint32{1, 2, 3, 4}
 	l := NewRowLayout(ids)
-	data, err := AppendRow(context.Background(), nil, ids, []any{int64(123456), "a string value of some length", int64(7)})
+	data, err := AppendRow(context.Background(), nil, ids, []any{int64(123456), "a string value of some length", int64(7), int32(-100000)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var a Arena
 	allocs := testing.AllocsPerRun(1000, func() {
-		row := a.Row(3)
+		row := a.Row(4)
 		if err := l.DecodeSomeIn(data, row, nil, &a); err != nil {
 			t.Fatal(err)
 		}
