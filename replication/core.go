@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/quorum"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
@@ -174,6 +175,13 @@ type Core struct {
 	queue         []queued // committed entries not applied yet, in log order
 
 	lease *lease // nil without Clock
+	// grant is the lease published for LeaseRead (nil: none); voters the
+	// voter sets it is computed for (when votersKnown) and termCommitted
+	// the last term known to have a committed entry (raft loop only)
+	grant         atomic.Pointer[leaseGrant]
+	voters        quorum.JointConfig
+	votersKnown   bool
+	termCommitted uint64
 
 	stats Stats
 }
@@ -544,11 +552,14 @@ func (c *Core) Process() ([]*pb.Message, error) {
 			}
 		}
 	}
-	if c.lease != nil && (len(c.lease.held) > 0 || len(c.lease.heldLocal) > 0) {
-		// an acknowledgement stepped since may have proven the lease
-		msgs, readStates := c.leaseHold(nil, nil)
-		out = append(out, msgs...)
-		c.answerReads(readStates)
+	if c.lease != nil {
+		if len(c.lease.held) > 0 || len(c.lease.heldLocal) > 0 {
+			// an acknowledgement stepped since may have proven the lease
+			msgs, readStates := c.leaseHold(nil, nil)
+			out = append(out, msgs...)
+			c.answerReads(readStates)
+		}
+		c.publishLease()
 	}
 	return out, nil
 }
@@ -635,6 +646,7 @@ func (c *Core) enqueue(ents []*pb.Entry) error {
 				return err
 			}
 			q.cs = c.raw.ApplyConfChange(cc)
+			c.votersKnown = false
 			c.mu.Lock()
 			lead := c.lead
 			c.mu.Unlock()
@@ -983,6 +995,13 @@ func (c *Core) Recovered() bool { return c.eng.Applied() >= c.recoverTo.Load() }
 func (c *Core) RaiseRecoverTo(idx uint64) {
 	for cur := c.recoverTo.Load(); idx > cur && !c.recoverTo.CompareAndSwap(cur, idx); cur = c.recoverTo.Load() {
 	}
+}
+
+// Lead is the leader this node knows, or raft.None.
+func (c *Core) Lead() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lead
 }
 
 // Term is the current raft term.

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"encoding/binary"
+	"math"
 	"slices"
 	"time"
 
@@ -113,9 +114,18 @@ func (l *lease) ack(m *pb.Message) {
 }
 
 // valid reports whether the lease holds at now for a leader (self) with
-// the given voters: a quorum of each voter set, counting self as acked
-// now, acknowledged heartbeats sent after now-length.
+// the given voters.
 func (l *lease) valid(self uint64, voters quorum.JointConfig, now time.Duration) bool {
+	return now < l.until(self, voters)
+}
+
+// until is when the lease ends for a leader (self) with the given voters:
+// in each voter set, the quorum's oldest acknowledged heartbeat send time
+// (self counting as acked at any time) plus the lease's length; 0 when a
+// set has no acknowledging quorum.
+func (l *lease) until(self uint64, voters quorum.JointConfig) time.Duration {
+	const always = time.Duration(math.MaxInt64)
+	end := always
 	for _, cfg := range voters {
 		if len(cfg) == 0 {
 			continue
@@ -124,7 +134,7 @@ func (l *lease) valid(self uint64, voters quorum.JointConfig, now time.Duration)
 		for id := range cfg {
 			t, ok := l.acked[id]
 			if id == self {
-				t, ok = now, true
+				t, ok = always, true
 			}
 			if ok {
 				times = append(times, t)
@@ -132,12 +142,90 @@ func (l *lease) valid(self uint64, voters quorum.JointConfig, now time.Duration)
 		}
 		q := len(cfg)/2 + 1
 		if len(times) < q {
-			return false
+			return 0
 		}
 		slices.Sort(times)
-		if times[len(times)-q]+l.length <= now {
-			return false
+		if t := times[len(times)-q]; t != always {
+			end = min(end, t+l.length)
 		}
 	}
+	return end
+}
+
+// Reads from a published lease.
+//
+// A follower's causal read still crosses the raft loops of both nodes and
+// queues behind the log entries on their streams. While this node leads
+// under a proven lease it publishes that lease (a leaseGrant), and
+// LeaseRead answers from any goroutine with the commit index: the leader's
+// own sessions without a raft round, a follower's over its read link (see
+// readlink.go) straight from the connection's goroutine. The grant is
+// published from the raft loop and withdrawn before anything that ends it
+// leaves the node (a step down, a new term, a leadership transfer's
+// MsgTimeoutNow). The commit index a core records is updated before a
+// Ready's messages go out and its entries are applied, so every commit
+// acknowledged anywhere is at or below it. LeaseRead checks the grant
+// again after reading the index: the index was read while no other leader
+// could exist.
+
+// leaseGrant is a published lease: this node leads term, and no other
+// leader can be elected before until (the core's clock).
+type leaseGrant struct {
+	term  uint64
+	until time.Duration
+}
+
+// publishLease publishes or withdraws the grant (raft loop). A grant needs
+// leadership of the lease's term, no leadership transfer under way, an
+// entry of the term committed (raft's condition for answering reads), and
+// a quorum's acknowledgements.
+func (c *Core) publishLease() {
+	l := c.lease
+	st := c.raw.BasicStatus()
+	term := st.GetTerm()
+	if st.RaftState != raft.StateLeader || st.LeadTransferee != raft.None || term != l.term || !c.committedInTerm(term, st.GetCommit()) {
+		if c.grant.Load() != nil {
+			c.grant.Store(nil)
+		}
+		c.votersKnown = false // a snapshot may change them without a conf change entry
+		return
+	}
+	if !c.votersKnown {
+		c.voters, c.votersKnown = c.raw.Status().Config.Voters, true
+	}
+	until := l.until(c.cfg.Self.ID, c.voters)
+	if g := c.grant.Load(); g == nil || g.term != term || g.until != until {
+		c.grant.Store(&leaseGrant{term: term, until: until})
+	}
+}
+
+// committedInTerm reports whether the entry at commit belongs to term
+// (raft loop; remembered once true).
+func (c *Core) committedInTerm(term, commit uint64) bool {
+	if c.termCommitted == term {
+		return true
+	}
+	if t, err := c.logs.Term(commit); err != nil || t != term {
+		return false
+	}
+	c.termCommitted = term
 	return true
+}
+
+// LeaseRead returns the cluster's commit index as of the call when this
+// node leads under a published lease, without a raft round; ok is false
+// otherwise (ask raft). Safe from any goroutine.
+func (c *Core) LeaseRead() (index uint64, ok bool) {
+	g := c.grant.Load()
+	if g == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	term, index := c.term, c.commitIndex
+	c.mu.Unlock()
+	if term != g.term || c.grant.Load() != g || c.cfg.Clock() >= g.until {
+		return 0, false
+	}
+	c.stats.LeaseReads.Add(1)
+	return index, true
 }

@@ -188,6 +188,9 @@ func TestLeaseNoStaleRead(t *testing.T) {
 			}
 			n.cores[old].ReadIndex(binary.BigEndian.AppendUint64(nil, 1))
 			for i := 0; i < 100; i++ {
+				if idx, ok := n.cores[old].LeaseRead(); ok && idx < newCommit {
+					t.Fatalf("the cut-off old leader read index %d from its published lease; the new leader had committed %d", idx, newCommit)
+				}
 				n.step()
 			}
 			if idx, ok := n.answers[old][1]; ok && idx < newCommit {
@@ -200,6 +203,10 @@ func TestLeaseNoStaleRead(t *testing.T) {
 			lead := n.leader()
 			n.cores[lead].ReadIndex(binary.BigEndian.AppendUint64(nil, 2))
 			n.until("read answer", 50, func() bool { _, ok := n.answers[lead][2]; return ok })
+			n.until("published lease", 50, func() bool { _, ok := n.cores[lead].LeaseRead(); return ok })
+			if idx, _ := n.cores[lead].LeaseRead(); idx < newCommit {
+				t.Fatalf("the new leader read index %d from its lease, below its commit %d", idx, newCommit)
+			}
 		})
 	}
 }

@@ -277,7 +277,11 @@ type Stats struct {
 	ReadIndexRounds             atomic.Uint64
 	// LeaseHeld counts the times the leader held answers to reads because
 	// its lease was not proven yet.
-	LeaseHeld   atomic.Uint64
+	LeaseHeld atomic.Uint64
+	// LeaseReads counts the reads answered from a published lease without
+	// a raft round (LeaseRead), ReadLinkRounds the rounds a follower sent
+	// over its read link.
+	LeaseReads, ReadLinkRounds atomic.Uint64
 	Compactions atomic.Uint64 // raft log compactions
 	// DepsDistance sums, over write-sets dispatched to parallel apply,
 	// their index minus the index they waited for (DepsCount of them):
@@ -455,7 +459,7 @@ func (n *Node) run() {
 				}
 			}
 		case <-n.readc:
-			n.startRead()
+			n.loopReads()
 		case cc := <-n.confc:
 			n.core.ProposeConfChange(cc)
 		case id := <-n.unreachc:

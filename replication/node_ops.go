@@ -166,17 +166,19 @@ func answer(ws []*readWaiter, res readResult) {
 }
 
 // ReadIndex returns the cluster's commit index as of the call: every write
-// acknowledged before it returns is at or below the index. Concurrent calls
-// share a raft ReadIndex round.
+// acknowledged before it returns is at or below the index. The leader
+// answers from its published lease when it can; other calls share rounds,
+// asked over the read link to the leader when there is one, else through
+// raft.
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	if idx, ok := n.core.LeaseRead(); ok {
+		return idx, nil
+	}
 	r := &readWaiter{ch: make(chan readResult, 1)}
 	n.readMu.Lock()
 	n.reads.add(r)
 	n.readMu.Unlock()
-	select {
-	case n.readc <- struct{}{}:
-	default:
-	}
+	n.startRead(false)
 	select {
 	case res := <-r.ch:
 		return res.index, res.err
@@ -185,28 +187,101 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	}
 }
 
-// startRead starts a ReadIndex round for the pending requests (see
-// readQueue.start).
-func (n *Node) startRead() {
+// readLinker is implemented by transports that can ask the leader for a
+// read index outside raft (TCPTransport; see readlink.go).
+type readLinker interface {
+	// SendReadIndex asks member to for its commit index, to be answered
+	// through Node.finishLinkRead or, when it has no lease, through raft.
+	// It returns false when no link to it is up (one is being set up).
+	SendReadIndex(to, ctx uint64) bool
+}
+
+// startRead starts a round for the pending requests (see readQueue.start):
+// over the read link to a leader elsewhere, from any goroutine; else
+// through raft, which only the raft loop (onLoop) may ask, so other
+// goroutines wake it.
+func (n *Node) startRead(onLoop bool) {
+	lead := n.core.Lead()
+	link, _ := n.cfg.Transport.(readLinker)
+	useLink := link != nil && lead != raft.None && lead != n.cfg.Self.ID
+	if !useLink && !onLoop {
+		n.wakeReads()
+		return
+	}
 	n.readMu.Lock()
-	ctx, ok := n.reads.start(time.Now())
+	ctx, ok := n.reads.start(time.Now(), useLink)
 	n.readMu.Unlock()
-	if ok {
-		n.core.stats.ReadIndexRounds.Add(1)
-		n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
+	if !ok {
+		return
+	}
+	n.core.stats.ReadIndexRounds.Add(1)
+	if useLink {
+		if link.SendReadIndex(lead, ctx) {
+			n.core.stats.ReadLinkRounds.Add(1)
+			return
+		}
+		n.readMu.Lock()
+		n.reads.unlink(ctx)
+		n.readMu.Unlock()
+		n.wakeReads()
+		return
+	}
+	n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
+}
+
+// wakeReads makes the raft loop start a round and ask raft for the rounds
+// whose read link broke.
+func (n *Node) wakeReads() {
+	select {
+	case n.readc <- struct{}{}:
+	default:
 	}
 }
 
-// finishRead answers the callers raft's ReadState serves.
+// loopReads is the raft loop's part of causal reads: rounds whose read
+// link broke go to raft, then a new round starts.
+func (n *Node) loopReads() {
+	n.readMu.Lock()
+	ctxs := n.reads.reissue()
+	n.readMu.Unlock()
+	for _, ctx := range ctxs {
+		n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
+	}
+	n.startRead(true)
+}
+
+// finishRead answers the callers raft's ReadState serves (raft loop).
 func (n *Node) finishRead(rs raft.ReadState) {
 	if len(rs.RequestCtx) != 8 {
 		return
 	}
+	n.finishRound(binary.BigEndian.Uint64(rs.RequestCtx), rs.Index)
+	n.startRead(true)
+}
+
+// finishLinkRead answers the callers of round ctx, which the leader
+// answered with index over the read link.
+func (n *Node) finishLinkRead(ctx, index uint64) {
+	n.finishRound(ctx, index)
+	n.startRead(false)
+}
+
+// readLinkDown sends the rounds asked over a read link that broke through
+// raft.
+func (n *Node) readLinkDown() {
 	n.readMu.Lock()
-	done := n.reads.finish(binary.BigEndian.Uint64(rs.RequestCtx))
+	marked := n.reads.unlink(0)
 	n.readMu.Unlock()
-	answer(done, readResult{index: rs.Index})
-	n.startRead()
+	if marked {
+		n.wakeReads()
+	}
+}
+
+func (n *Node) finishRound(ctx, index uint64) {
+	n.readMu.Lock()
+	done := n.reads.finish(ctx)
+	n.readMu.Unlock()
+	answer(done, readResult{index: index})
 }
 
 // checkReadTimeout fails the ReadIndex rounds that got no answer (no
@@ -224,7 +299,7 @@ func (n *Node) checkReadTimeout() {
 		err = ErrNotPrimary
 	}
 	answer(failed, readResult{err: err})
-	n.startRead()
+	n.startRead(true)
 }
 
 // WaitApplied blocks until the node has applied seqno.

@@ -23,6 +23,8 @@ type readRound struct {
 	ctx     uint64
 	started time.Time
 	waiters []*readWaiter
+	// link: asked over the read link; reissue: its link broke, ask raft
+	link, reissue bool
 }
 
 type readWaiter struct {
@@ -37,16 +39,44 @@ type readResult struct {
 // add queues a request for the next round.
 func (q *readQueue) add(w *readWaiter) { q.pending = append(q.pending, w) }
 
-// start makes the pending requests a round and returns its context, or
-// ok=false when nothing is pending or maxReadRounds are in flight.
-func (q *readQueue) start(now time.Time) (ctx uint64, ok bool) {
+// start makes the pending requests a round (asked over the read link when
+// link is set) and returns its context, or ok=false when nothing is
+// pending or maxReadRounds are in flight.
+func (q *readQueue) start(now time.Time, link bool) (ctx uint64, ok bool) {
 	if len(q.pending) == 0 || len(q.rounds) >= maxReadRounds {
 		return 0, false
 	}
 	q.ctx++
-	q.rounds = append(q.rounds, readRound{ctx: q.ctx, started: now, waiters: q.pending})
+	q.rounds = append(q.rounds, readRound{ctx: q.ctx, started: now, waiters: q.pending, link: link})
 	q.pending = nil
 	return q.ctx, true
+}
+
+// unlink marks the rounds asked over the read link (ctx, or every one
+// when ctx is 0) to be asked through raft instead; it reports whether it
+// marked any.
+func (q *readQueue) unlink(ctx uint64) bool {
+	marked := false
+	for i := range q.rounds {
+		r := &q.rounds[i]
+		if r.link && (ctx == 0 || r.ctx == ctx) {
+			r.link, r.reissue, marked = false, true, true
+		}
+	}
+	return marked
+}
+
+// reissue returns the contexts of the rounds unlink marked, unmarking
+// them.
+func (q *readQueue) reissue() []uint64 {
+	var ctxs []uint64
+	for i := range q.rounds {
+		if r := &q.rounds[i]; r.reissue {
+			r.reissue = false
+			ctxs = append(ctxs, r.ctx)
+		}
+	}
+	return ctxs
 }
 
 // finish returns the callers that raft's answer to round ctx serves: that

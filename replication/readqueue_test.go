@@ -6,15 +6,15 @@ import (
 )
 
 // TestReadQueue drives the causal-read bookkeeping through rounds that
-// overlap, answers that skip a dropped round, late answers, timeouts and
-// the bound on rounds in flight.
+// overlap, answers that skip a dropped round, late answers, timeouts, the
+// bound on rounds in flight, and rounds whose read link broke.
 func TestReadQueue(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	type step struct {
-		do      string // "add", "start", "finish", "expire", "drain"
-		ctx     uint64 // finish: the context raft answered
+		do      string // "add", "start", "link" (start over the read link), "finish", "expire", "drain", "unlink", "reissue"
+		ctx     uint64 // finish: the context raft answered; unlink: the round (0: all)
 		at      time.Duration
-		want    int    // callers served (finish, expire, drain) or 1/0 started (start)
+		want    int    // callers served (finish, expire, drain), 1/0 started (start, link) or marked (unlink), rounds to reissue
 		wantCtx uint64 // start: the new round's context
 	}
 	for _, tc := range []struct {
@@ -50,6 +50,18 @@ func TestReadQueue(t *testing.T) {
 			{do: "expire", at: 1600 * time.Millisecond, want: 2},
 			{do: "drain", want: 1},
 		}},
+		{"rounds of a broken read link go to raft once", []step{
+			{do: "add"}, {do: "link", want: 1, wantCtx: 1},
+			{do: "add"}, {do: "start", want: 1, wantCtx: 2},
+			{do: "add"}, {do: "link", want: 1, wantCtx: 3},
+			{do: "unlink", ctx: 2, want: 0}, // asked through raft already
+			{do: "unlink", ctx: 3, want: 1},
+			{do: "reissue", want: 1},
+			{do: "unlink", want: 1}, // round 1 is left on the link
+			{do: "reissue", want: 1},
+			{do: "reissue", want: 0},
+			{do: "finish", ctx: 3, want: 3},
+		}},
 		{"rounds in flight are bounded", func() []step {
 			var s []step
 			for i := 1; i <= maxReadRounds; i++ {
@@ -70,8 +82,8 @@ func TestReadQueue(t *testing.T) {
 				case "add":
 					q.add(&readWaiter{})
 					continue
-				case "start":
-					ctx, ok := q.start(now)
+				case "start", "link":
+					ctx, ok := q.start(now, s.do == "link")
 					if ok {
 						got = 1
 						if ctx != s.wantCtx {
@@ -84,6 +96,12 @@ func TestReadQueue(t *testing.T) {
 					got = len(q.expire(now, time.Second))
 				case "drain":
 					got = len(q.drain())
+				case "unlink":
+					if q.unlink(s.ctx) {
+						got = 1
+					}
+				case "reissue":
+					got = len(q.reissue())
 				}
 				if got != s.want {
 					t.Fatalf("step %d (%s %d): got %d, want %d", i, s.do, s.ctx, got, s.want)

@@ -103,6 +103,11 @@ type TCPTransport struct {
 	closed  bool
 	inbound map[net.Conn]struct{}
 	wg      sync.WaitGroup
+	// read links to other members (readlink.go): up, being dialed, and
+	// when a dial last failed
+	links       map[uint64]*readLink
+	linkDialing map[uint64]bool
+	linkFailed  map[uint64]time.Time
 
 	ctx    context.Context // ends when the transport closes
 	cancel context.CancelFunc
@@ -139,6 +144,7 @@ func NewTCPTransport(cfg TransportConfig) (*TCPTransport, error) {
 		self: cfg.Self, cluster: cfg.ClusterName, secret: cfg.Secret, log: cfg.Logger, ln: ln,
 		peers: map[uint64]*peer{}, addrs: map[uint64]string{}, inbound: map[net.Conn]struct{}{},
 		blocked: map[uint64]bool{},
+		links:   map[uint64]*readLink{}, linkDialing: map[uint64]bool{}, linkFailed: map[uint64]time.Time{},
 	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.wg.Add(1)
@@ -204,6 +210,7 @@ func (t *TCPTransport) SetMembers(members []Member) {
 				p.stop()
 				delete(t.peers, m.ID)
 			}
+			t.closeLinkLocked(m.ID)
 		}
 		t.addrs[m.ID] = m.PeerAddr
 	}
@@ -222,6 +229,7 @@ func (t *TCPTransport) Block(ids []uint64) {
 			p.stop()
 			delete(t.peers, id)
 		}
+		t.closeLinkLocked(id)
 	}
 	for c := range t.inbound {
 		c.Close() // reconnecting peers are checked against the new set
@@ -242,6 +250,7 @@ func (t *TCPTransport) RemoveMember(id uint64) {
 		p.stop()
 		delete(t.peers, id)
 	}
+	t.closeLinkLocked(id)
 	delete(t.addrs, id)
 }
 
@@ -314,6 +323,9 @@ func (t *TCPTransport) Close() {
 	t.closed = true
 	for _, p := range t.peers {
 		p.stop()
+	}
+	for id := range t.links {
+		t.closeLinkLocked(id)
 	}
 	for c := range t.inbound {
 		c.Close()
@@ -406,6 +418,14 @@ func (t *TCPTransport) serve(c net.Conn) {
 			if n := t.node.Load(); n != nil {
 				n.core.stats.ReceivedBytes.Add(uint64(len(payload)))
 				n.Step(m)
+			}
+		case frameReadIndex:
+			if len(payload) != 8 {
+				t.log.Warn("closing peer connection: malformed read index request", "remote", c.RemoteAddr().String(), "len", len(payload))
+				return
+			}
+			if !t.answerReadIndex(c, h.From, payload) {
+				return
 			}
 		case frameFlow:
 			if n := t.node.Load(); n != nil {

@@ -1,0 +1,162 @@
+package replication
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/certusdb/certus/internal/frame"
+)
+
+// Read links.
+//
+// Through raft, a follower's causal read crosses both raft loops and waits
+// behind the log entries queued on both peer streams: on a busy cluster
+// that was most of a 5-7 ms round trip. A follower therefore keeps a read
+// link to the leader, a connection of its own that carries nothing else.
+// It sends a round's context; the leader's connection goroutine answers at
+// once with its commit index when it holds a published lease
+// (Core.LeaseRead), and otherwise steps the request into raft as the
+// MsgReadIndex the follower would have sent, so raft answers it over the
+// raft stream (or forwards it to the leader it knows). Either answer
+// finishes the round. When a link breaks, its rounds are asked through
+// raft again; a round no one answers fails after an election timeout, as
+// through raft.
+const (
+	frameReadIndex     byte = 10 // read link request: the round's context (8 bytes)
+	frameReadIndexResp byte = 11 // read link answer: the context and the commit index (8 bytes each)
+)
+
+// linkRedial is how long after a failed dial a read link is not tried
+// again (rounds go through raft meanwhile).
+const linkRedial = time.Second
+
+// readLink is a follower's connection to a leader for read requests.
+type readLink struct {
+	c  net.Conn
+	mu sync.Mutex // serializes requests
+}
+
+// SendReadIndex asks member to for a read index over the read link; false
+// when no link to it is up (one is dialed in the background).
+func (t *TCPTransport) SendReadIndex(to, ctx uint64) bool {
+	t.mu.Lock()
+	if t.closed || t.blocked[to] {
+		t.mu.Unlock()
+		return false
+	}
+	l := t.links[to]
+	if l == nil {
+		t.dialLinkLocked(to)
+		t.mu.Unlock()
+		return false
+	}
+	t.mu.Unlock()
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], ctx)
+	l.mu.Lock()
+	_ = l.c.SetWriteDeadline(time.Now().Add(time.Second))
+	err := frame.Write(l.c, frameReadIndex, b[:])
+	l.mu.Unlock()
+	if err != nil {
+		l.c.Close() // its reader ends and reports the link down
+		return false
+	}
+	return true
+}
+
+// dialLinkLocked starts dialing a read link to member id unless one is
+// being dialed or the last dial failed recently. t.mu is held.
+func (t *TCPTransport) dialLinkLocked(id uint64) {
+	addr, ok := t.addrs[id]
+	if !ok || t.linkDialing[id] || time.Since(t.linkFailed[id]) < linkRedial {
+		return
+	}
+	t.linkDialing[id] = true
+	t.wg.Add(1)
+	go t.runLink(id, addr)
+}
+
+// runLink dials a read link and reads its answers until it breaks.
+func (t *TCPTransport) runLink(id uint64, addr string) {
+	defer t.wg.Done()
+	c, err := dial(t.ctx, addr, t.cluster, t.secret, t.self)
+	t.mu.Lock()
+	delete(t.linkDialing, id)
+	if err == nil && (t.closed || t.blocked[id] || t.addrs[id] != addr) {
+		c.Close()
+		err = net.ErrClosed
+	}
+	if err != nil {
+		t.linkFailed[id] = time.Now()
+		t.mu.Unlock()
+		return
+	}
+	l := &readLink{c: c}
+	t.links[id] = l
+	t.mu.Unlock()
+
+	t.readAnswers(id, l)
+
+	t.mu.Lock()
+	if t.links[id] == l {
+		delete(t.links, id)
+	}
+	t.mu.Unlock()
+	if n := t.node.Load(); n != nil {
+		n.readLinkDown()
+	}
+}
+
+// readAnswers hands the answers arriving on l to the node until the link
+// breaks or carries something else.
+func (t *TCPTransport) readAnswers(id uint64, l *readLink) {
+	defer l.c.Close()
+	r := bufio.NewReader(l.c)
+	for {
+		typ, payload, err := frame.Read(r)
+		if err != nil {
+			return
+		}
+		if typ != frameReadIndexResp || len(payload) != 16 {
+			t.log.Warn("closing read link: unexpected frame", "peer", fmt.Sprintf("%016x", id), "type", typ, "len", len(payload))
+			return
+		}
+		if n := t.node.Load(); n != nil {
+			n.finishLinkRead(binary.BigEndian.Uint64(payload[:8]), binary.BigEndian.Uint64(payload[8:]))
+		}
+	}
+}
+
+// closeLinkLocked closes the read link to member id, if any. t.mu is
+// held.
+func (t *TCPTransport) closeLinkLocked(id uint64) {
+	if l := t.links[id]; l != nil {
+		l.c.Close()
+		delete(t.links, id)
+	}
+}
+
+// answerReadIndex answers a read link request from member from on c: from
+// the lease at once, or else through raft. It returns false when c broke.
+func (t *TCPTransport) answerReadIndex(c net.Conn, from uint64, rctx []byte) bool {
+	n := t.node.Load()
+	if n == nil {
+		return true // not started: the round fails after a timeout
+	}
+	if idx, ok := n.core.LeaseRead(); ok {
+		var b [16]byte
+		copy(b[:8], rctx)
+		binary.BigEndian.PutUint64(b[8:], idx)
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		return frame.Write(c, frameReadIndexResp, b[:]) == nil
+	}
+	self := t.self
+	n.Step(&pb.Message{Type: pb.MsgReadIndex.Enum(), From: &from, To: &self, Entries: []*pb.Entry{{Data: rctx}}})
+	return true
+}
