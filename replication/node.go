@@ -282,7 +282,7 @@ type Stats struct {
 	// a raft round (LeaseRead), ReadLinkRounds the rounds a follower sent
 	// over its read link.
 	LeaseReads, ReadLinkRounds atomic.Uint64
-	Compactions atomic.Uint64 // raft log compactions
+	Compactions                atomic.Uint64 // raft log compactions
 	// DepsDistance sums, over write-sets dispatched to parallel apply,
 	// their index minus the index they waited for (DepsCount of them):
 	// wsrep_cert_deps_distance is the mean.

@@ -229,6 +229,13 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 	if stale != 0 {
 		t.Fatalf("%d of %d reads on node 2 missed node 1's committed write", stale, tries)
 	}
+	// the waits took the read link to the leader (or, on the leader, its
+	// lease), not raft rounds
+	rounds, link, lease := qStatus(t, c.Nodes[1], "certus_sync_wait_rounds"), qStatus(t, c.Nodes[1], "certus_sync_wait_link_rounds"), qStatus(t, c.Nodes[1], "certus_sync_wait_lease_reads")
+	t.Logf("node 2: %d rounds, %d over the read link, %d reads from its lease", rounds, link, lease)
+	if link+lease < int64(tries)/2 {
+		t.Fatalf("only %d of %d waits went over the read link or the lease", link+lease, tries)
+	}
 }
 
 // TestKillNodeDuringLoad kills one node with SIGKILL while all three take
