@@ -128,12 +128,11 @@ type Controller struct {
 	committed      uint64
 	applyRate      float64 // write-sets it can apply per second
 	samples        []applySample
-	overSince      applySample // first observation past the limit since it last was not (zero: not past it)
-	commitRate     float64     // write-sets committed in the cluster per second (smoothed)
-	localRate      float64     // local commits admitted per second (smoothed)
-	localCount     uint64      // local commits admitted since the last Observe
-	writers        int         // nodes that wrote recently
-	queueSum       float64     // queue samples since the last ResetAverages
+	commitRate     float64 // write-sets committed in the cluster per second (smoothed)
+	localRate      float64 // local commits admitted per second (smoothed)
+	localCount     uint64  // local commits admitted since the last Observe
+	writers        int     // nodes that wrote recently
+	queueSum       float64 // queue samples since the last ResetAverages
 	queueSamples   uint64
 	queueMin       uint64
 	queueMax       uint64
@@ -414,27 +413,13 @@ type applySample struct {
 // runs far past the limit, and one that is fast again (a huge write-set
 // applied) must not hold them back. While it was idle part of the time it
 // could have applied more, so the sample can only raise the estimate.
-// From the time the queue went past the limit, until the window lies
-// within that time, what the node applied since is what it can apply, and
-// the estimate is at most that: a node that was fast (catching up at full
-// speed) and turns slow so reports its new rate from its second
-// observation past the limit, not once the window has passed while the
-// writers run its queue up (a flow control test saw 1,000-1,300
-// write-sets of overshoot at a limit of 50).
 func (c *Controller) observeApply(now time.Time, committed, applied uint64) {
-	q := sub(committed, applied)
-	cur := applySample{at: now, applied: applied, busy: q > 0}
-	c.samples = append(c.samples, cur)
+	c.samples = append(c.samples, applySample{at: now, applied: applied, busy: sub(committed, applied) > 0})
 	first := 0
 	for first < len(c.samples)-2 && now.Sub(c.samples[first+1].at) >= applyWindow {
 		first++
 	}
 	c.samples = c.samples[first:]
-	if q <= c.cfg.Limit {
-		c.overSince = applySample{}
-	} else if c.overSince.at.IsZero() {
-		c.overSince = cur
-	}
 	old := c.samples[0]
 	span := now.Sub(old.at)
 	if span <= 0 {
@@ -445,17 +430,15 @@ func (c *Controller) observeApply(now time.Time, committed, applied uint64) {
 		c.applyRate = rate // the first sample, however short
 		return
 	}
-	busy := span >= applyWindow/2
+	if span < applyWindow/2 {
+		return
+	}
+	busy := true
 	for _, x := range c.samples {
 		busy = busy && x.busy
 	}
-	if busy || span >= applyWindow/2 && rate > c.applyRate {
+	if busy || rate > c.applyRate {
 		c.applyRate = rate
-	}
-	if since := now.Sub(c.overSince.at); !c.overSince.at.IsZero() && since > 0 && since < applyWindow {
-		// the window still reaches back before the queue went past the limit
-		over := float64(sub(applied, c.overSince.applied)) / since.Seconds()
-		c.applyRate = math.Min(c.applyRate, over)
 	}
 }
 

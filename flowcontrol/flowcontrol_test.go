@@ -158,32 +158,6 @@ func TestSlowNodeThrottlesWritersSmoothly(t *testing.T) {
 	}
 }
 
-// TestFastNodeTurningSlowReportsAtOnce: a node that just caught up at
-// full speed turns slow under load. Its estimate of what it can apply is
-// its catch-up rate, and the writers must be slowed from its new rate
-// within a few observations, not after a whole sample window.
-func TestFastNodeTurningSlowReportsAtOnce(t *testing.T) {
-	cfg := Defaults()
-	c := newCluster(t, cfg, 5000, 5000, 0)
-	c.addClients(0, 16) // unthrottled: 1,000 commits/s
-	c.silent[2] = true  // hung: asks nothing
-	c.run(time.Second)
-	c.silent[2], c.capacity[2] = false, 5000
-	c.run(5 * time.Second) // catches up at full speed; the writers speed up again
-	if q := c.ctrl[2].Status(c.now).QueueMin; q != 0 {
-		t.Fatalf("the node did not catch up (queue %d)", q)
-	}
-	c.maxQueue[2] = 0
-	if est := c.ctrl[2].Status(c.now).ApplyRate; est < 2000 {
-		t.Fatalf("the node estimates it applies %.0f/s after catching up at 5,000/s: the test no longer starts from a stale estimate", est)
-	}
-	c.capacity[2] = 200
-	c.run(3 * time.Second)
-	if q := c.maxQueue[2]; q > 3*cfg.Limit {
-		t.Errorf("the node's queue reached %d after it turned slow, want it near the limit %d", q, cfg.Limit)
-	}
-}
-
 // TestHungNodeDoesNotHoldTheClusterBack: a node that stops applying and
 // reporting slows the writers for at most Stale.
 func TestHungNodeDoesNotHoldTheClusterBack(t *testing.T) {
