@@ -206,11 +206,7 @@ func (t *TCPTransport) SetMembers(members []Member) {
 			continue
 		}
 		if old, ok := t.addrs[m.ID]; ok && old != m.PeerAddr {
-			if p := t.peers[m.ID]; p != nil {
-				p.stop()
-				delete(t.peers, m.ID)
-			}
-			t.closeLinkLocked(m.ID)
+			t.dropLocked(m.ID)
 		}
 		t.addrs[m.ID] = m.PeerAddr
 	}
@@ -225,11 +221,7 @@ func (t *TCPTransport) Block(ids []uint64) {
 	t.blocked = map[uint64]bool{}
 	for _, id := range ids {
 		t.blocked[id] = true
-		if p := t.peers[id]; p != nil {
-			p.stop()
-			delete(t.peers, id)
-		}
-		t.closeLinkLocked(id)
+		t.dropLocked(id)
 	}
 	for c := range t.inbound {
 		c.Close() // reconnecting peers are checked against the new set
@@ -246,11 +238,7 @@ func (t *TCPTransport) isBlocked(id uint64) bool {
 func (t *TCPTransport) RemoveMember(id uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p := t.peers[id]; p != nil {
-		p.stop()
-		delete(t.peers, id)
-	}
-	t.closeLinkLocked(id)
+	t.dropLocked(id)
 	delete(t.addrs, id)
 }
 
@@ -293,6 +281,16 @@ func (t *TCPTransport) SendFlow(to uint64, report []byte) {
 		default:
 		}
 	}
+}
+
+// dropLocked stops the stream to member id and closes the read link to
+// it. t.mu is held.
+func (t *TCPTransport) dropLocked(id uint64) {
+	if p := t.peers[id]; p != nil {
+		p.stop()
+		delete(t.peers, id)
+	}
+	t.closeLinkLocked(id)
 }
 
 // peerLocked returns the connection to member id, started on first use;

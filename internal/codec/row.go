@@ -245,7 +245,7 @@ func skipValue(data []byte) ([]byte, error) {
 }
 
 // decodeValue decodes the value at the start of data, taking strings, byte
-// strings and int64s from a when it is not nil.
+// strings, int32s and int64s from a when it is not nil.
 func decodeValue(data []byte, a *Arena) (any, []byte, error) {
 	if len(data) == 0 {
 		return nil, nil, ErrCorruptRow
