@@ -45,7 +45,13 @@ func (fc *fastCall) selectRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Stateme
 		}
 		limit = l
 	}
-	rows, err := p.scanRows(ctx, t, st, keys, limit)
+	// the session's last select left nothing that refers to its rows:
+	// its result holds copies (sqlInto), so their memory is reused
+	fc.s.scanArena.Reset()
+	rows, err := p.scanRows(ctx, t, st, keys, limit, &fc.s.scanArena, fc.s.scanRows[:0])
+	if cap(rows) <= maxKeptRows {
+		fc.s.scanRows = rows[:0]
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -98,15 +104,18 @@ func (fc *fastCall) selectRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Stateme
 	return res, nil
 }
 
-// scanRows reads the rows the WHERE selects, in the order of the index
-// (reversed for ORDER BY key DESC). With nothing to reorder or merge them
-// it stops at the LIMIT.
-func (p *fastPlan) scanRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, keys [][]byte, limit int64) ([]sql.Row, error) {
+// maxKeptRows bounds the slice of rows a session keeps for its next
+// select.
+const maxKeptRows = 1024
+
+// scanRows appends to rows the rows the WHERE selects, in the order of the
+// index (reversed for ORDER BY key DESC), decoded into a. With nothing to
+// reorder or merge them it stops at the LIMIT.
+func (p *fastPlan) scanRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, keys [][]byte, limit int64, a *codec.Arena, rows []sql.Row) ([]sql.Row, error) {
 	early := limit >= 0 && p.sort == nil && !st.Distinct && p.agg == nil
 	if early && limit == 0 {
-		return nil, nil
+		return rows, nil
 	}
-	var rows []sql.Row
 	full := func() bool { return early && int64(len(rows)) >= limit }
 	scan := func(lo, hi []byte, rev bool) error {
 		var it *txn.RowIter
@@ -121,6 +130,7 @@ func (p *fastPlan) scanRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement,
 		}
 		defer it.Close()
 		it.DecodeOnly(p.need)
+		it.DecodeInto(a)
 		for !full() {
 			_, row, ok, err := it.Next()
 			if err != nil || !ok {
@@ -168,12 +178,15 @@ func (p *fastPlan) scanRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement,
 const sqlBufSize = 8 << 10
 
 // sqlInto converts v to its wire value as typ does, into the free
-// capacity of *buf where it can, so the values of a result set share a
-// few buffers instead of allocating one each. go-mysql-server's SQL
-// methods append the value's bytes to the dest they are given (and may
-// return bytes elsewhere, or a shorter tail of what they appended); the
-// part of *buf up to the end of the returned bytes is taken, and the rest
-// stays free. Taken bytes are never written again.
+// capacity of *buf, so the values of a result set share a few buffers
+// instead of allocating one each. go-mysql-server's SQL methods append the
+// value's bytes to the dest they are given (and may return bytes
+// elsewhere, or a shorter tail of what they appended); the part of *buf up
+// to the end of the returned bytes is taken, and the rest stays free.
+// Bytes returned elsewhere are copied, since they may be the scanned
+// row's own, which the session's next select reuses (see selectRows): a
+// result refers to no memory but its own. Taken bytes are never written
+// again.
 func sqlInto(ctx *sql.Context, typ sql.Type, v any, buf *[]byte) (sqltypes.Value, error) {
 	if cap(*buf)-len(*buf) < 256 {
 		*buf = make([]byte, 0, sqlBufSize)
@@ -183,14 +196,28 @@ func sqlInto(ctx *sql.Context, typ sql.Type, v any, buf *[]byte) (sqltypes.Value
 	if err != nil {
 		return sv, err
 	}
-	if raw := sv.Raw(); len(raw) > 0 {
-		start := uintptr(unsafe.Pointer(unsafe.SliceData(free)))
-		at := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
-		if at >= start && at+uintptr(len(raw)) <= start+uintptr(cap(free)) {
-			*buf = (*buf)[:len(*buf)+int(at-start)+len(raw)]
-		}
+	raw := sv.Raw()
+	if len(raw) == 0 {
+		return sv, nil
 	}
-	return sv, nil
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(free)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	if at >= start && at+uintptr(len(raw)) <= start+uintptr(cap(free)) {
+		*buf = (*buf)[:len(*buf)+int(at-start)+len(raw)]
+		return sv, nil
+	}
+	var c []byte
+	if len(raw) <= sqlBufSize/4 {
+		if cap(*buf)-len(*buf) < len(raw) {
+			*buf = make([]byte, 0, sqlBufSize)
+		}
+		n := len(*buf)
+		*buf = append(*buf, raw...)
+		c = (*buf)[n:len(*buf):len(*buf)]
+	} else {
+		c = append([]byte(nil), raw...)
+	}
+	return sqltypes.MakeTrusted(sv.Type(), c), nil
 }
 
 // project returns the SELECT columns of rows.

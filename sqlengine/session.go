@@ -12,6 +12,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/certusdb/certus/internal/codec"
 	"github.com/certusdb/certus/txn"
 )
 
@@ -50,6 +51,11 @@ type Session struct {
 	// prepared are the answers of earlier prepares of statements the fast
 	// path recognises, by text (see Handler.ComPrepare).
 	prepared map[string]preparedAnswer
+	// scanArena holds the rows of the fast path's last select, and
+	// scanRows the slice it listed them in; the next select reuses both
+	// (see fastCall.selectRows).
+	scanArena codec.Arena
+	scanRows  []sql.Row
 }
 
 var (

@@ -31,8 +31,9 @@ type RowIter struct {
 	bufPos int
 	b      *tableBuf
 
-	want  []bool      // columns to decode from stored rows (nil: all)
-	arena codec.Arena // memory of the rows and keys it returns
+	want  []bool       // columns to decode from stored rows (nil: all)
+	arena *codec.Arena // memory of the rows and keys it returns: own, or the caller's
+	own   codec.Arena
 
 	started bool
 	pending sql.Row // keyless rows repeat count times
@@ -64,6 +65,7 @@ func (t *Txn) scan(ctx context.Context, ti *storage.TableInfo, ii *storage.Index
 		return nil, ErrTxnDone
 	}
 	r := &RowIter{t: t, ctx: ctx, ti: ti, ii: ii, mode: mode, rev: rev, lo: lo, hi: hi}
+	r.arena = &r.own
 	r.b = t.buf(ti, false)
 	if !live {
 		r.b = t.statementBuf(ti.Def.ID, r.b)
@@ -109,6 +111,17 @@ func (t *Txn) scan(ctx context.Context, ti *storage.TableInfo, ii *storage.Index
 func (r *RowIter) DecodeOnly(want []bool) {
 	if r.mode == Snapshot {
 		r.want = want
+	}
+}
+
+// DecodeInto makes a snapshot scan hand out its rows and keys from a,
+// which the caller owns and may Reset once it holds none of them, instead
+// of from an arena of the scan's own: a session's selects then reuse the
+// same memory. Current reads, whose rows and keys the transaction may
+// keep, use their own.
+func (r *RowIter) DecodeInto(a *codec.Arena) {
+	if r.mode == Snapshot {
+		r.arena = a
 	}
 }
 
@@ -307,7 +320,7 @@ func (r *RowIter) fetch(pk, value []byte) (sql.Row, uint64, bool, error) {
 		}
 		count = n
 	}
-	row, err := r.ti.DecodeColumnsIn(value, r.want, &r.arena)
+	row, err := r.ti.DecodeColumnsIn(value, r.want, r.arena)
 	if err != nil {
 		return nil, 0, false, err
 	}

@@ -12,21 +12,28 @@ import (
 // range select allocated about 8 objects per row before, and allocation
 // with its garbage collection took a third of the node's CPU.
 //
-// Nothing handed out is ever reused or written again, so rows and values
-// stay valid as long as they are referenced, like separately allocated
-// ones; a chunk stays alive while anything in it is referenced. Chunks
-// start small and double up to full size, so a scan that returns a row or
-// two pins little memory should its row or key be kept for long (a
+// Until Reset, nothing handed out is reused or written again, so rows and
+// values stay valid as long as they are referenced, like separately
+// allocated ones; a chunk stays alive while anything in it is referenced.
+// Chunks start small and double up to full size, so a scan that returns a
+// row or two pins little memory should its row or key be kept for long (a
 // transaction's write buffer); a string longer than 1 KiB gets its own
 // allocation. The zero Arena is ready to use; an Arena is not safe for
 // concurrent use.
 type Arena struct {
-	vals  []any
-	strs  []string
-	ints  []int64
-	int32 []int32
-	bytes []byte
+	vals  slab[any]
+	strs  slab[string]
+	ints  slab[int64]
+	int32 slab[int32]
+	bytes slab[byte]
 	grown int // chunks allocated so far: sizes double from small to full
+}
+
+// slab is the chunks of one kind of value: the one being filled, the ones
+// filled since the last Reset, and the ones Reset handed back for reuse.
+type slab[T any] struct {
+	cur        []T
+	used, free [][]T
 }
 
 const (
@@ -34,17 +41,61 @@ const (
 	arenaBytes  = 16 << 10 // bytes per full chunk of string data
 	arenaLarge  = 1 << 10  // a string longer than this gets its own allocation
 	arenaFirst  = 5        // the first chunks are 1/32, 1/16, ... of full size
+	arenaKeep   = 4        // chunks of each kind Reset keeps for reuse (about 100 KiB in all)
 )
 
-// chunk returns the size of the next chunk, of a kind whose full size is
-// full, and at least min.
-func (a *Arena) chunk(full, min int) int {
-	n := full
-	if a.grown < arenaFirst {
-		n = full >> (arenaFirst - a.grown)
+// take returns the next n elements of s's current chunk, moving on to a
+// chunk Reset handed back or a new one (of a kind whose full size is full)
+// when they do not fit. The elements hold what was last written there.
+func (s *slab[T]) take(a *Arena, full, n int) []T {
+	if len(s.cur)+n > cap(s.cur) {
+		if s.cur != nil {
+			s.used = append(s.used, s.cur)
+		}
+		if k := len(s.free); k > 0 && cap(s.free[k-1]) >= n {
+			s.cur, s.free = s.free[k-1][:0], s.free[:k-1]
+		} else {
+			size := full
+			if a.grown < arenaFirst {
+				size = full >> (arenaFirst - a.grown)
+			}
+			a.grown++
+			s.cur = make([]T, 0, max(size, n))
+		}
 	}
-	a.grown++
-	return max(n, min)
+	k := len(s.cur)
+	s.cur = s.cur[:k+n]
+	return s.cur[k : k+n : k+n]
+}
+
+// reset hands the chunks of s back for reuse, keeping the last
+// arenaKeep (the largest, as chunks grow) so that one huge scan does not
+// pin its memory for the arena's life.
+func (s *slab[T]) reset() {
+	if s.cur != nil {
+		s.used = append(s.used, s.cur)
+		s.cur = nil
+	}
+	s.free = append(s.free, s.used...)
+	clear(s.used)
+	s.used = s.used[:0]
+	if drop := len(s.free) - arenaKeep; drop > 0 {
+		copy(s.free, s.free[drop:])
+		clear(s.free[arenaKeep:])
+		s.free = s.free[:arenaKeep]
+	}
+}
+
+// Reset makes the memory a handed out so far available again, so that the
+// scans of one session reuse the same chunks instead of allocating their
+// own. Everything handed out before is then overwritten by what a hands
+// out next: call it only when none of it is referenced any more.
+func (a *Arena) Reset() {
+	a.vals.reset()
+	a.strs.reset()
+	a.ints.reset()
+	a.int32.reset()
+	a.bytes.reset()
 }
 
 // Row returns a row of width nil values. Appending to it reallocates.
@@ -52,12 +103,9 @@ func (a *Arena) Row(width int) sql.Row {
 	if width > arenaValues {
 		return make(sql.Row, width)
 	}
-	if len(a.vals)+width > cap(a.vals) {
-		a.vals = make([]any, 0, a.chunk(arenaValues, width))
-	}
-	n := len(a.vals)
-	a.vals = a.vals[:n+width]
-	return a.vals[n : n+width : n+width]
+	r := a.vals.take(a, arenaValues, width)
+	clear(r)
+	return r
 }
 
 // Bytes returns a copy of b. Appending to it reallocates.
@@ -65,12 +113,9 @@ func (a *Arena) Bytes(b []byte) []byte {
 	if len(b) > arenaLarge {
 		return append([]byte(nil), b...)
 	}
-	if len(a.bytes)+len(b) > cap(a.bytes) {
-		a.bytes = make([]byte, 0, a.chunk(arenaBytes, len(b)))
-	}
-	n := len(a.bytes)
-	a.bytes = append(a.bytes, b...)
-	return a.bytes[n : n+len(b) : n+len(b)]
+	c := a.bytes.take(a, arenaBytes, len(b))
+	copy(c, b)
+	return c
 }
 
 // String returns b as a string, boxed.
@@ -98,14 +143,12 @@ func (a *Arena) Int32(x int32) any {
 	return box(a, &a.int32, x)
 }
 
-// box keeps x in slab, a's chunk of its type, and returns it boxed there.
-func box[T string | int64 | int32](a *Arena, slab *[]T, x T) any {
-	if len(*slab) == cap(*slab) {
-		*slab = make([]T, 0, a.chunk(arenaValues, 1))
-	}
-	*slab = append(*slab, x)
+// box keeps x in s, a's chunks of its type, and returns it boxed there.
+func box[T string | int64 | int32](a *Arena, s *slab[T], x T) any {
+	v := s.take(a, arenaValues, 1)
+	v[0] = x
 	var zero T
-	return boxAt(any(zero), unsafe.Pointer(&(*slab)[len(*slab)-1]))
+	return boxAt(any(zero), unsafe.Pointer(&v[0]))
 }
 
 // boxAt returns an interface of like's dynamic type whose value is the one

@@ -3,9 +3,12 @@ package codec
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/dolthub/go-mysql-server/sql"
 )
 
 // TestArenaValues checks that what an arena hands out equals what plain
@@ -99,16 +102,68 @@ func TestArenaStartsSmall(t *testing.T) {
 	a.Row(4)
 	a.Bytes([]byte("key"))
 	_ = a.String([]byte("value"))
-	if c := cap(a.vals); c >= arenaValues {
+	if c := cap(a.vals.cur); c >= arenaValues {
 		t.Fatalf("first row chunk holds %d values, want a fraction of %d", c, arenaValues)
 	}
-	if c := cap(a.bytes); c >= arenaBytes {
+	if c := cap(a.bytes.cur); c >= arenaBytes {
 		t.Fatalf("first byte chunk is %d bytes, want a fraction of %d", c, arenaBytes)
 	}
 	for range 10 * arenaValues {
 		a.Row(1)
 	}
-	if c := cap(a.vals); c != arenaValues {
+	if c := cap(a.vals.cur); c != arenaValues {
 		t.Fatalf("row chunks grew to %d values, want %d", c, arenaValues)
+	}
+}
+
+// TestArenaReset checks that after Reset the arena hands out the memory
+// it handed out before, cleared where a row needs it, without allocating
+// once it has grown to what the scans need.
+func TestArenaReset(t *testing.T) {
+	var a Arena
+	names := make([][]byte, 100)
+	for j := range names {
+		names[j] = []byte(fmt.Sprintf("row %d", j))
+	}
+	rows := make([]sql.Row, 100)
+	fill := func(i int) {
+		for j := range rows {
+			r := a.Row(4)
+			r[0] = a.Int64(int64(i*1000 + j + 256))
+			r[1] = a.String(names[(i+j)%100])
+			r[2] = a.Int32(int32(-j))
+			rows[j] = r
+		}
+	}
+	check := func(i int) {
+		for j, r := range rows {
+			want := sql.Row{int64(i*1000 + j + 256), string(names[(i+j)%100]), int32(-j), nil}
+			if !reflect.DeepEqual(r, want) {
+				t.Fatalf("scan %d row %d: %v, want %v", i, j, r, want)
+			}
+		}
+	}
+	fill(0)
+	check(0)
+	a.Reset()
+	fill(1)
+	check(1)
+	i := 2
+	allocs := testing.AllocsPerRun(20, func() {
+		a.Reset()
+		fill(i)
+		i++
+	})
+	check(i - 1)
+	if allocs > 0 {
+		t.Fatalf("%.1f allocations per 100-row scan after Reset, want 0", allocs)
+	}
+	// a huge scan's memory is not kept for good
+	for range 100 {
+		fill(i)
+	}
+	a.Reset()
+	if n := len(a.vals.free); n > arenaKeep {
+		t.Fatalf("Reset kept %d row chunks, want at most %d", n, arenaKeep)
 	}
 }
