@@ -1,6 +1,7 @@
 package sqlengine
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -87,6 +88,35 @@ func TestSortByBytesDeclines(t *testing.T) {
 		}
 		if !reflect.DeepEqual(in, tc.rows) {
 			t.Errorf("%s: rows changed to %v", tc.name, in)
+		}
+	}
+}
+
+// TestSQLIntoOwnsItsBytes checks that a value converted by sqlInto never
+// shares memory with the value it came from, even where the type's SQL
+// method returns that value's own bytes (a []byte for a text column): the
+// session's next select reuses the memory rows are decoded into.
+func TestSQLIntoOwnsItsBytes(t *testing.T) {
+	ctx := sql.NewEmptyContext()
+	var buf []byte
+	for _, tc := range []struct {
+		typ sql.Type
+		v   []byte
+	}{
+		{types.Text, []byte("from the scanned row")},
+		{types.MustCreateString(sqltypes.VarChar, 100, sql.Collation_utf8mb4_0900_bin), []byte("a varchar")},
+		{types.Text, bytes.Repeat([]byte("x"), sqlBufSize)}, // larger than a buffer
+	} {
+		src := bytes.Clone(tc.v)
+		sv, err := sqlInto(ctx, tc.typ, src, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range src {
+			src[i] = '!'
+		}
+		if !bytes.Equal(sv.Raw(), tc.v) {
+			t.Errorf("%v: value changed with its source: %.20q", tc.typ, sv.Raw())
 		}
 	}
 }
