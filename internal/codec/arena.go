@@ -26,11 +26,14 @@ type Arena struct {
 	ints  slab[int64]
 	int32 slab[int32]
 	bytes slab[byte]
-	grown int // chunks allocated so far: sizes double from small to full
+	grown int  // chunks allocated so far: sizes double from small to full
+	reuse bool // Reset was called: chunks are kept for the next Reset
 }
 
 // slab is the chunks of one kind of value: the one being filled, the ones
 // filled since the last Reset, and the ones Reset handed back for reuse.
+// An arena never Reset keeps no list of its filled chunks, so a long scan
+// that streams its rows does not hold them all.
 type slab[T any] struct {
 	cur        []T
 	used, free [][]T
@@ -49,7 +52,7 @@ const (
 // when they do not fit. The elements hold what was last written there.
 func (s *slab[T]) take(a *Arena, full, n int) []T {
 	if len(s.cur)+n > cap(s.cur) {
-		if s.cur != nil {
+		if s.cur != nil && a.reuse {
 			s.used = append(s.used, s.cur)
 		}
 		if k := len(s.free); k > 0 && cap(s.free[k-1]) >= n {
@@ -91,6 +94,7 @@ func (s *slab[T]) reset() {
 // own. Everything handed out before is then overwritten by what a hands
 // out next: call it only when none of it is referenced any more.
 func (a *Arena) Reset() {
+	a.reuse = true
 	a.vals.reset()
 	a.strs.reset()
 	a.ints.reset()

@@ -167,3 +167,17 @@ func TestArenaReset(t *testing.T) {
 		t.Fatalf("Reset kept %d row chunks, want at most %d", n, arenaKeep)
 	}
 }
+
+// TestArenaWithoutResetHoldsNothing checks that a scan's own arena, never
+// Reset, does not keep the chunks it filled: a scan streaming a huge
+// table's rows lets them go as they are consumed.
+func TestArenaWithoutResetHoldsNothing(t *testing.T) {
+	var a Arena
+	for range 100 * arenaValues {
+		a.Row(2)
+		a.Bytes([]byte("0123456789"))
+	}
+	if n := len(a.vals.used) + len(a.bytes.used); n > 0 {
+		t.Fatalf("an arena never Reset keeps %d filled chunks", n)
+	}
+}
