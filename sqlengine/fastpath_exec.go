@@ -188,9 +188,7 @@ const sqlBufSize = 8 << 10
 // result refers to no memory but its own. Taken bytes are never written
 // again.
 func sqlInto(ctx *sql.Context, typ sql.Type, v any, buf *[]byte) (sqltypes.Value, error) {
-	if cap(*buf)-len(*buf) < 256 {
-		*buf = make([]byte, 0, sqlBufSize)
-	}
+	reserve(buf, 256)
 	free := (*buf)[len(*buf):]
 	sv, err := typ.SQL(ctx, free, v)
 	if err != nil {
@@ -208,9 +206,7 @@ func sqlInto(ctx *sql.Context, typ sql.Type, v any, buf *[]byte) (sqltypes.Value
 	}
 	var c []byte
 	if len(raw) <= sqlBufSize/4 {
-		if cap(*buf)-len(*buf) < len(raw) {
-			*buf = make([]byte, 0, sqlBufSize)
-		}
+		reserve(buf, len(raw))
 		n := len(*buf)
 		*buf = append(*buf, raw...)
 		c = (*buf)[n:len(*buf):len(*buf)]
@@ -218,6 +214,13 @@ func sqlInto(ctx *sql.Context, typ sql.Type, v any, buf *[]byte) (sqltypes.Value
 		c = append([]byte(nil), raw...)
 	}
 	return sqltypes.MakeTrusted(sv.Type(), c), nil
+}
+
+// reserve starts a new buffer in *buf unless n bytes are free in it.
+func reserve(buf *[]byte, n int) {
+	if cap(*buf)-len(*buf) < n {
+		*buf = make([]byte, 0, sqlBufSize)
+	}
 }
 
 // project returns the SELECT columns of rows.
