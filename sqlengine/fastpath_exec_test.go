@@ -120,3 +120,38 @@ func TestSQLIntoOwnsItsBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLIntoBuffersGrow checks that a result's conversion buffers start
+// small and double up to sqlBufSize (a point select must not zero a
+// full-size buffer), and that every value converted across the buffer
+// changes comes back intact.
+func TestSQLIntoBuffersGrow(t *testing.T) {
+	ctx := sql.NewEmptyContext()
+	typ := types.MustCreateString(sqltypes.VarChar, 200, sql.Collation_utf8mb4_0900_bin)
+	var buf []byte
+	var caps []int
+	var vals []sqltypes.Value
+	for i := 0; i < 400; i++ {
+		sv, err := sqlInto(ctx, typ, string(bytes.Repeat([]byte{byte('a' + i%26)}, 1+i%150)), &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals = append(vals, sv)
+		if len(caps) == 0 || caps[len(caps)-1] != cap(buf) {
+			caps = append(caps, cap(buf))
+		}
+	}
+	if caps[0] != sqlBufFirst {
+		t.Errorf("first buffer holds %d bytes, want %d", caps[0], sqlBufFirst)
+	}
+	for i := 1; i < len(caps); i++ {
+		if want := min(2*caps[i-1], sqlBufSize); caps[i] != want {
+			t.Errorf("buffer %d holds %d bytes after %d, want %d (%v)", i, caps[i], caps[i-1], want, caps)
+		}
+	}
+	for i, sv := range vals {
+		if want := bytes.Repeat([]byte{byte('a' + i%26)}, 1+i%150); !bytes.Equal(sv.Raw(), want) {
+			t.Fatalf("value %d is %q, want %q", i, sv.Raw(), want)
+		}
+	}
+}
