@@ -22,6 +22,11 @@ var (
 	logPrefix    = []byte{storage.SpaceReplication, 'l'}
 )
 
+// LogSpans are the prefixes of the keys this package appends in
+// increasing order and truncates by range: the raft log and the
+// certification records (storage.Config.LogSpans).
+func LogSpans() [][]byte { return [][]byte{logPrefix, certPrefix} }
+
 func logKey(i uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte{}, logPrefix...), i)
 }

@@ -61,6 +61,11 @@ type Config struct {
 	CompactionNice int
 	// Logger receives pebble's log lines; nil discards them.
 	Logger pebble.Logger
+	// LogSpans are key prefixes written in increasing key order and
+	// removed from their low end by range deletions (the raft log, the
+	// certification records). Flushes and compactions keep each in
+	// sstables of its own; see logSpans.
+	LogSpans [][]byte
 }
 
 // Engine is one node's storage.
@@ -140,6 +145,9 @@ func Open(cfg Config) (*Engine, error) {
 	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return compression })
 	for i := bottomLevels; i < len(opts.Levels); i++ {
 		opts.Levels[i].BlockSize = bottomBlockSize
+	}
+	if len(cfg.LogSpans) > 0 {
+		opts.Experimental.SpanPolicyFunc = logSpans(cfg.LogSpans)
 	}
 	if cfg.CompactionNice > 0 {
 		cn := &compactionNice{nice: cfg.CompactionNice, restore: map[int]func() bool{}}
