@@ -137,7 +137,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg.Name = h
 	}
 	log := cfg.Logger.With("node", cfg.Name)
-	eng, err := openDataDir(cfg.DataDir, storage.Config{BuildNice: cfg.StreamNice, CompactionNice: cfg.CompactionNice, LogSpans: replication.LogSpans()})
+	eng, err := openDataDir(cfg.DataDir, storage.Config{BuildNice: cfg.StreamNice, CompactionNice: cfg.CompactionNice})
 	if err != nil {
 		return nil, err
 	}
@@ -150,12 +150,14 @@ func Start(cfg Config) (*Node, error) {
 }
 
 // openDataDir creates dir if needed and opens the storage in it, with sc
-// but its Dir.
+// but its Dir and LogSpans: a data dir holds the raft log, whose spans
+// replication names.
 func openDataDir(dir string, sc storage.Config) (*storage.Engine, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	sc.Dir = filepath.Join(dir, "db")
+	sc.LogSpans = replication.LogSpans()
 	eng, err := storage.Open(sc)
 	if err != nil {
 		if strings.Contains(err.Error(), "lock") {
