@@ -90,7 +90,7 @@ func New(cfg *config.Config, path string, log *slog.Logger) (*Proxy, error) {
 		Seeds: cfg.Cluster, Interval: time.Duration(cfg.MonitorInterval), MaxWriters: cfg.MaxWriters,
 		WriterIsAlsoReader: *cfg.WriterIsAlsoReader, MaxTransactionsBehind: cfg.MaxTransactionsBehind, Logger: log,
 	})
-	p.pool = backend.NewPool(backend.Options{User: cfg.BackendUser, Password: cfg.BackendPassword}, cfg.MaxIdlePerNode)
+	p.pool = backend.NewPool(cfg.MaxIdlePerNode)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }

@@ -291,17 +291,17 @@ func (s *session) connTo(ctx context.Context, n *monitor.Node, syncWait bool) (*
 		return nil, errNoWriter
 	}
 	want := backend.StateKey(s.db, s.vars)
-	c, err := s.p.pool.Get(ctx, n.Name, n.SQLAddr, syncWait, want)
+	c, err := s.p.pool.Get(ctx, n.Name, n.SQLAddr, s.backend, syncWait, want)
 	if err != nil {
-		return nil, &downError{node: n.Name, err: err}
+		return nil, dialError(n, s.backend.User, err)
 	}
 	if c.Key() == want {
 		return c, nil
 	}
 	if s.needsFresh(c) {
 		c.Close()
-		if c, err = s.p.pool.Dial(ctx, n.Name, n.SQLAddr, syncWait); err != nil {
-			return nil, &downError{node: n.Name, err: err}
+		if c, err = s.p.pool.Dial(ctx, n.Name, n.SQLAddr, s.backend, syncWait); err != nil {
+			return nil, dialError(n, s.backend.User, err)
 		}
 	}
 	if err := s.applyState(c); err != nil {
@@ -314,6 +314,20 @@ func (s *session) connTo(ctx context.Context, n *monitor.Node, syncWait bool) (*
 		return nil, &downError{node: n.Name, err: err}
 	}
 	return c, nil
+}
+
+// dialError is what a failure to open a connection to n as user becomes:
+// the node's refusal of the account goes to the client as it is (a retry
+// elsewhere would be refused too), anything else means n is down.
+func dialError(n *monitor.Node, user string, err error) error {
+	if !errors.Is(err, backend.ErrAuth) {
+		return &downError{node: n.Name, err: err}
+	}
+	var e *mysqlproto.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return mysqlproto.NewError(1045, "28000", "Access denied for user '%s' on node %s: %v", user, n.Name, err)
 }
 
 // needsFresh reports whether c carries state the session does not have

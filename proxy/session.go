@@ -33,6 +33,9 @@ type session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// backend is the account the session runs as on the nodes.
+	backend backend.Options
+
 	db         string
 	vars       map[string]string // assignment key -> replay statement
 	autocommit bool
@@ -141,10 +144,17 @@ func (s *session) handshake() error {
 	return s.writeOK()
 }
 
+// authenticate checks the client's credentials and, when they are
+// right, sets the account the session uses on the nodes.
 func (s *session) authenticate(user string, salt, auth []byte) bool {
-	for _, u := range s.p.cfg.Load().Users {
+	cfg := s.p.cfg.Load()
+	for _, u := range cfg.Users {
 		if u.Name == user {
-			return mysqlproto.CheckNative(salt, auth, u.Password)
+			if !mysqlproto.CheckNative(salt, auth, u.Password) {
+				return false
+			}
+			s.backend.User, s.backend.Password, _ = cfg.Backend(user)
+			return true
 		}
 	}
 	return false

@@ -114,10 +114,18 @@ func (p *proxyProc) running() bool {
 	return p.cmd.ProcessState == nil && syscall.Kill(p.cmd.Process.Pid, 0) == nil
 }
 
-// DB opens a pool through the proxy (extra DSN parameters in params).
+// DB opens a pool through the proxy as root (extra DSN parameters in
+// params).
 func (p *proxyProc) DB(db, params string) *sql.DB {
 	p.t.Helper()
-	dsn := fmt.Sprintf("root@tcp(%s)/%s?timeout=5s&readTimeout=60s&writeTimeout=60s", p.Addr, db)
+	return p.DBAs("root", db, params)
+}
+
+// DBAs opens a pool through the proxy as account ("user" or
+// "user:password").
+func (p *proxyProc) DBAs(account, db, params string) *sql.DB {
+	p.t.Helper()
+	dsn := fmt.Sprintf("%s@tcp(%s)/%s?timeout=5s&readTimeout=60s&writeTimeout=60s", account, p.Addr, db)
 	if params != "" {
 		dsn += "&" + params
 	}
@@ -152,6 +160,59 @@ func TestProxy(t *testing.T) {
 	t.Run("Protocol", func(t *testing.T) { testProxyProtocol(t, c) })
 	t.Run("RulesAndRateLimit", func(t *testing.T) { testProxyRules(t, c) })
 	t.Run("BadInput", func(t *testing.T) { testProxyBadInput(t, c) })
+	t.Run("Users", func(t *testing.T) { testProxyUsers(t, c) })
+}
+
+// testProxyUsers: each proxy user runs as itself on the nodes, so the
+// nodes' grants apply to it; a user mapped to another account runs as
+// that one; a user the nodes refuse gets the node's 1045 at once.
+func testProxyUsers(t *testing.T, c *testcluster.Cluster) {
+	root := c.Nodes[0].DB("")
+	mustExec(t, root, "CREATE TABLE px.grants (id INT PRIMARY KEY)")
+	mustExec(t, root, "INSERT INTO px.grants VALUES (1)")
+	mustExec(t, root, "CREATE USER reader IDENTIFIED BY 'rpw'")
+	mustExec(t, root, "GRANT SELECT ON px.* TO reader")
+	p := startProxy(t, c, `{"users": [
+		{"name": "root"},
+		{"name": "reader", "password": "rpw"},
+		{"name": "ops", "password": "opw", "backend_user": "root"},
+		{"name": "ghost", "password": "gpw"}
+	]}`)
+
+	reader := p.DBAs("reader:rpw", "px", "")
+	for i := 0; i < 6; i++ { // reads spread over the readers, all as reader
+		var id int
+		var who string
+		if err := reader.QueryRow("SELECT id, CURRENT_USER() FROM grants").Scan(&id, &who); err != nil {
+			t.Fatal(err)
+		}
+		if id != 1 || !strings.HasPrefix(who, "reader@") {
+			t.Fatalf("read as reader: id %d, CURRENT_USER() %q", id, who)
+		}
+	}
+	wantErr(t, tryExec(reader, "INSERT INTO grants VALUES (2)"), 1142, "42000")
+	wantErr(t, tryExec(reader, "CREATE DATABASE nope"), 1044, "42000")
+
+	ops := p.DBAs("ops:opw", "px", "")
+	mustExec(t, ops, "INSERT INTO grants VALUES (3)")
+	var who string
+	if err := ops.QueryRow("SELECT CURRENT_USER()").Scan(&who); err != nil || !strings.HasPrefix(who, "root@") {
+		t.Fatalf("ops mapped to root: CURRENT_USER() %q, %v", who, err)
+	}
+
+	ghost := p.DBAs("ghost:gpw", "", "")
+	start := time.Now()
+	wantErr(t, tryExec(ghost, "SELECT 1"), 1045, "28000")
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("a user the nodes refuse waited %v for its error", d)
+	}
+	// a database given at login is checked on a node, as the user
+	if db, err := sql.Open("mysql", fmt.Sprintf("ghost:gpw@tcp(%s)/px?timeout=5s", p.Addr)); err != nil {
+		t.Fatal(err)
+	} else {
+		wantErr(t, db.Ping(), 1045, "28000")
+		db.Close()
+	}
 }
 
 // testProxyReadYourWrites: a session writes through the proxy and reads

@@ -63,6 +63,8 @@ type Conn struct {
 	// Node and Addr identify the node.
 	Node string
 	Addr string
+	// User is the account the connection is logged in as.
+	User string
 	// SyncWait connections run with wsrep_sync_wait=1.
 	SyncWait bool
 	// Caps are the negotiated capabilities.
@@ -94,7 +96,7 @@ func Dial(ctx context.Context, node, addr string, opt Options) (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	c := &Conn{pc: mysqlproto.NewConn(nc), Node: node, Addr: addr, Vars: map[string]string{}, stmts: map[string]*Stmt{}}
+	c := &Conn{pc: mysqlproto.NewConn(nc), Node: node, Addr: addr, User: opt.User, Vars: map[string]string{}, stmts: map[string]*Stmt{}}
 	c.pc.SetDeadlineIn(opt.DialTimeout)
 	if err := c.handshake(opt); err != nil {
 		nc.Close()
@@ -148,8 +150,11 @@ func (c *Conn) handshake(opt Options) error {
 		case mysqlproto.HeaderOK:
 			return nil
 		case mysqlproto.HeaderErr:
-			e, _ := mysqlproto.ParseErr(p)
-			return fmt.Errorf("%w: %v", ErrAuth, e)
+			e, err := mysqlproto.ParseErr(p)
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrAuth, err)
+			}
+			return fmt.Errorf("%w: %w", ErrAuth, e)
 		case mysqlproto.HeaderEOF:
 			name, data, err := mysqlproto.ParseAuthSwitch(p)
 			if err != nil {

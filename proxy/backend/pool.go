@@ -11,15 +11,16 @@ import (
 // idleTimeout is how long a pooled connection may sit unused.
 const idleTimeout = 5 * time.Minute
 
-// poolKey separates connections by node address and sync-wait mode.
+// poolKey separates connections by node address, account and sync-wait
+// mode.
 type poolKey struct {
 	addr     string
+	user     string
 	syncWait bool
 }
 
-// Pool keeps idle connections per node.
+// Pool keeps idle connections per node and account.
 type Pool struct {
-	opts    Options
 	maxIdle int
 
 	mu     sync.Mutex
@@ -27,18 +28,18 @@ type Pool struct {
 	closed bool
 }
 
-// NewPool returns a pool dialing with opts and keeping at most maxIdle
-// idle connections per node and mode.
-func NewPool(opts Options, maxIdle int) *Pool {
-	return &Pool{opts: opts, maxIdle: maxIdle, idle: map[poolKey][]*Conn{}}
+// NewPool returns a pool keeping at most maxIdle idle connections per
+// node, account and mode.
+func NewPool(maxIdle int) *Pool {
+	return &Pool{maxIdle: maxIdle, idle: map[poolKey][]*Conn{}}
 }
 
-// Get returns a connection to the node (node name, SQL address). It
-// prefers an idle connection whose session state Key is stateKey, then
-// any idle one (the caller adjusts its state), then dials. syncWait
-// connections run every statement with wsrep_sync_wait=1.
-func (p *Pool) Get(ctx context.Context, node, addr string, syncWait bool, stateKey string) (*Conn, error) {
-	k := poolKey{addr, syncWait}
+// Get returns a connection to the node (node name, SQL address) logged in
+// as opt.User. It prefers an idle connection whose session state Key is
+// stateKey, then any idle one (the caller adjusts its state), then dials.
+// syncWait connections run every statement with wsrep_sync_wait=1.
+func (p *Pool) Get(ctx context.Context, node, addr string, opt Options, syncWait bool, stateKey string) (*Conn, error) {
+	k := poolKey{addr, opt.User, syncWait}
 	now := time.Now()
 	p.mu.Lock()
 	list := p.idle[k]
@@ -62,13 +63,13 @@ func (p *Pool) Get(ctx context.Context, node, addr string, syncWait bool, stateK
 		}
 		c.Close()
 	}
-	return p.Dial(ctx, node, addr, syncWait)
+	return p.Dial(ctx, node, addr, opt, syncWait)
 }
 
 // Dial opens a new connection to the node for the pool (it joins the
 // pool on Put).
-func (p *Pool) Dial(ctx context.Context, node, addr string, syncWait bool) (*Conn, error) {
-	c, err := Dial(ctx, node, addr, p.opts)
+func (p *Pool) Dial(ctx context.Context, node, addr string, opt Options, syncWait bool) (*Conn, error) {
+	c, err := Dial(ctx, node, addr, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +91,7 @@ func (p *Pool) Put(c *Conn) {
 		return
 	}
 	c.lastUsed = time.Now()
-	k := poolKey{c.Addr, c.SyncWait}
+	k := poolKey{c.Addr, c.User, c.SyncWait}
 	p.mu.Lock()
 	if p.closed || len(p.idle[k]) >= p.maxIdle {
 		p.mu.Unlock()

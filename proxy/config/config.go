@@ -19,6 +19,12 @@ var ErrInvalid = errors.New("invalid proxy configuration")
 type User struct {
 	Name     string `json:"name"`
 	Password string `json:"password"`
+	// BackendUser and BackendPassword are the account this user's
+	// statements run as on the nodes. Default: Config.BackendUser when
+	// set, else the user's own name and password (as ProxySQL does), so
+	// the nodes' grants apply to the user.
+	BackendUser     string `json:"backend_user"`
+	BackendPassword string `json:"backend_password"`
 }
 
 // Duration is a time.Duration written as a string ("100ms") in JSON.
@@ -59,8 +65,9 @@ type Config struct {
 	// Users are the accounts clients log in with (default: root with no
 	// password).
 	Users []User `json:"users"`
-	// BackendUser and BackendPassword are the account the proxy uses on
-	// the nodes (default: root, no password).
+	// BackendUser and BackendPassword, when BackendUser is set, are the
+	// account every user without one of its own runs as on the nodes.
+	// Default: none, each user logs in to the nodes as itself.
 	BackendUser     string `json:"backend_user"`
 	BackendPassword string `json:"backend_password"`
 	// MaxWriters is the size of the writer hostgroup (default 1).
@@ -114,9 +121,6 @@ func (c *Config) fill() {
 	if len(c.Users) == 0 {
 		c.Users = []User{{Name: "root"}}
 	}
-	if c.BackendUser == "" {
-		c.BackendUser = "root"
-	}
 	if c.MaxWriters == 0 {
 		c.MaxWriters = 1
 	}
@@ -143,6 +147,24 @@ func (c *Config) fill() {
 	}
 }
 
+// Backend returns the account (name, password) a client user runs as on
+// the nodes, and false if the proxy has no such client user.
+func (c *Config) Backend(user string) (name, password string, ok bool) {
+	for _, u := range c.Users {
+		if u.Name != user {
+			continue
+		}
+		switch {
+		case u.BackendUser != "":
+			return u.BackendUser, u.BackendPassword, true
+		case c.BackendUser != "":
+			return c.BackendUser, c.BackendPassword, true
+		}
+		return u.Name, u.Password, true
+	}
+	return "", "", false
+}
+
 // Validate checks the configuration, including compiling its rules.
 func (c *Config) Validate() error {
 	if c.MaxWriters < 0 {
@@ -150,6 +172,16 @@ func (c *Config) Validate() error {
 	}
 	if c.MonitorInterval < Duration(time.Millisecond) {
 		return fmt.Errorf("%w: monitor_interval %v", ErrInvalid, time.Duration(c.MonitorInterval))
+	}
+	seen := map[string]bool{}
+	for _, u := range c.Users {
+		if u.Name == "" {
+			return fmt.Errorf("%w: a user without a name", ErrInvalid)
+		}
+		if seen[u.Name] {
+			return fmt.Errorf("%w: user %q listed twice", ErrInvalid, u.Name)
+		}
+		seen[u.Name] = true
 	}
 	if _, err := rules.Compile(c.Rules); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
