@@ -21,6 +21,12 @@ func TestDeniedDetail(t *testing.T) {
 			t.Errorf("%q: %d %s %q, want %q", tc.query, se.Number(), se.SQLState(), se.Message, tc.want)
 		}
 	}
+	for _, q := range []string{"CREATE DATABASE nope", "drop schema if exists nope", "ALTER DATABASE nope CHARACTER SET utf8mb4"} {
+		se := deniedDetail(q, gms)
+		if want := "Access denied for user 'app'@'%' to database 'nope'"; se.Message != want || se.Number() != erDBAccessDenied || se.SQLState() != "42000" {
+			t.Errorf("%q: %d %s %q, want 1044 42000 %q", q, se.Number(), se.SQLState(), se.Message, want)
+		}
+	}
 	other := mysql.NewSQLError(erTableAccessDenied, "42000", "something else")
 	if se := deniedDetail("SELECT * FROM t", other); se != other {
 		t.Errorf("a message of another shape was changed: %q", se.Message)

@@ -148,6 +148,10 @@ var kindCodes = buildKindCodes([]struct {
 // command denied to user ... for table ..."), which vitess does not name.
 const erTableAccessDenied = 1142
 
+// erDBAccessDenied is MySQL's ER_DBACCESS_DENIED_ERROR ("Access denied
+// for user 'u'@'h' to database 'd'").
+const erDBAccessDenied = 1044
+
 var verb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
 
 func buildKindCodes(kinds []struct {

@@ -201,7 +201,9 @@ func (h *Handler) ownGrants(ctx context.Context, s *Session, query string) (rest
 
 // deniedDetail gives go-mysql-server's 1142 message ("command denied to
 // user 'u'@'h'") MySQL's command and, when the statement names one table,
-// the table: "INSERT command denied to user 'u'@'h' for table 't'".
+// the table: "INSERT command denied to user 'u'@'h' for table 't'". For
+// CREATE/ALTER/DROP DATABASE it is MySQL's 1044 instead ("Access denied
+// for user 'u'@'h' to database 'd'").
 func deniedDetail(query string, se *mysql.SQLError) *mysql.SQLError {
 	const prefix = "command denied to user "
 	if !strings.HasPrefix(se.Message, prefix) {
@@ -219,8 +221,14 @@ func deniedDetail(query string, se *mysql.SQLError) *mysql.SQLError {
 	case "REPLACE":
 		verb = "INSERT"
 	}
+	st, perr := sqlparser.Parse(first)
+	if d, ok := st.(*sqlparser.DBDDL); ok && perr == nil && d.DBName != "" {
+		// MySQL refuses CREATE/ALTER/DROP DATABASE for the database
+		user := strings.TrimSuffix(strings.TrimPrefix(se.Message, prefix), ".")
+		return mysql.NewSQLError(erDBAccessDenied, "42000", "Access denied for user %s to database '%s'", user, d.DBName)
+	}
 	msg := verb + " " + se.Message
-	if st, err := sqlparser.Parse(first); err == nil {
+	if perr == nil {
 		tables := map[string]bool{}
 		_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
 			if tn, ok := n.(sqlparser.TableName); ok && !tn.Name.IsEmpty() {
