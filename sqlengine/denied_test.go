@@ -23,7 +23,7 @@ func TestDeniedDetail(t *testing.T) {
 	}
 	for _, q := range []string{"CREATE DATABASE nope", "drop schema if exists nope", "ALTER DATABASE nope CHARACTER SET utf8mb4"} {
 		se := deniedDetail(q, gms)
-		if want := "Access denied for user 'app'@'%' to database 'nope'"; se.Message != want || se.Number() != erDBAccessDenied || se.SQLState() != "42000" {
+		if want := "Access denied for user 'app'@'%' to database 'nope'"; se.Message != want || se.Number() != mysql.ERDBAccessDenied || se.SQLState() != "42000" {
 			t.Errorf("%q: %d %s %q, want 1044 42000 %q", q, se.Number(), se.SQLState(), se.Message, want)
 		}
 	}

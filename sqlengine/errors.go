@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/analyzer/analyzererrors"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	goerrors "gopkg.in/src-d/go-errors.v1"
@@ -142,15 +143,12 @@ var kindCodes = buildKindCodes([]struct {
 	{sql.ErrPrivilegeCheckFailed, erTableAccessDenied, "42000"},
 	{sql.ErrTableAccessDeniedForUser, erTableAccessDenied, "42000"},
 	{sql.ErrDatabaseAccessDeniedForUser, mysql.ERDBAccessDenied, "42000"},
+	{analyzererrors.ErrValidationGroupBy, mysql.ERWrongFieldWithGroup, "42000"},
 })
 
 // erTableAccessDenied is MySQL's ER_TABLEACCESS_DENIED_ERROR ("SELECT
 // command denied to user ... for table ..."), which vitess does not name.
 const erTableAccessDenied = 1142
-
-// erDBAccessDenied is MySQL's ER_DBACCESS_DENIED_ERROR ("Access denied
-// for user 'u'@'h' to database 'd'").
-const erDBAccessDenied = 1044
 
 var verb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
 

@@ -225,7 +225,7 @@ func deniedDetail(query string, se *mysql.SQLError) *mysql.SQLError {
 	if d, ok := st.(*sqlparser.DBDDL); ok && perr == nil && d.DBName != "" {
 		// MySQL refuses CREATE/ALTER/DROP DATABASE for the database
 		user := strings.TrimSuffix(strings.TrimPrefix(se.Message, prefix), ".")
-		return mysql.NewSQLError(erDBAccessDenied, "42000", "Access denied for user %s to database '%s'", user, d.DBName)
+		return mysql.NewSQLError(mysql.ERDBAccessDenied, "42000", "Access denied for user %s to database '%s'", user, d.DBName)
 	}
 	msg := verb + " " + se.Message
 	if perr == nil {

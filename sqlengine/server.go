@@ -84,7 +84,8 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 	if sql.SystemVariables == nil {
 		variables.InitSystemVariables()
 	}
-	a := analyzer.NewBuilder(p).RemoveOnceAfterRule(ruleID("replaceAgg")).Build()
+	a := analyzer.NewBuilder(p).RemoveOnceAfterRule(ruleID(analyzer.OnceAfterDefault, "replaceAgg")).Build()
+	groupByChecksColumnsOnly(a)
 	e := sqle.New(a, &sqle.Config{VersionPostfix: "Certus"})
 	a.Catalog.InfoSchema = withVarTables(a.Catalog.InfoSchema)
 	if cluster != nil {
@@ -93,12 +94,15 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 	return e
 }
 
-// ruleID finds an analyzer rule by name. Rules removed from the analyzer:
+// ruleID finds an analyzer rule of rules by name. Rules removed from the
+// analyzer:
 //
 //   - replaceAgg turns MIN/MAX of the primary key into ORDER BY ... LIMIT 1,
 //     which returns no row instead of one NULL row when nothing matches.
-func ruleID(name string) analyzer.RuleId {
-	for _, r := range analyzer.OnceAfterDefault {
+//
+// validateGroupBy is replaced (groupByChecksColumnsOnly).
+func ruleID(rules []analyzer.Rule, name string) analyzer.RuleId {
+	for _, r := range rules {
 		if r.Id.String() == name {
 			return r.Id
 		}

@@ -45,6 +45,8 @@ func TestErrorCodes(t *testing.T) {
 		{"SubqueryMoreThanOneRow", db, "SELECT (SELECT id FROM t)", 1242, "21000"},
 		{"AmbiguousColumn", db, "SELECT id FROM t JOIN t AS t2", 1052, "23000"},
 		{"NoDatabaseSelected", nodb, "SELECT * FROM t", 1046, "3D000"},
+		{"NonAggregatedColumn", db, "SELECT COUNT(*), NOW(), v FROM t", 1140, "42000"},
+		{"NonGroupedColumn", db, "SELECT v, COUNT(*) FROM t GROUP BY name", 1055, "42000"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,6 +64,22 @@ func TestErrorCodes(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
 		wantErr(t, d.PingContext(ctx), 1049, "42000")
+	})
+
+	// Under ONLY_FULL_GROUP_BY, as in MySQL, only column references must
+	// be grouped or aggregated: functions without arguments and variables
+	// are the same for every row.
+	t.Run("ColumnFreeValuesWithAggregates", func(t *testing.T) {
+		var n, conn, v int64
+		var user, db1 string
+		err := db.QueryRow("SELECT COUNT(*), CURRENT_USER(), DATABASE(), CONNECTION_ID() > 0, @@auto_increment_increment FROM t").
+			Scan(&n, &user, &db1, &conn, &v)
+		if err != nil || n != 2 || user != "root@localhost" || db1 != "e" || conn != 1 || v != 1 {
+			t.Fatalf("got %d %q %q %d %d, %v", n, user, db1, conn, v, err)
+		}
+		if got := qInts(t, db, "SELECT SUM(v) + @@auto_increment_increment FROM t GROUP BY name ORDER BY name"); !equalInts(got, []int64{11, 21}) {
+			t.Fatalf("grouped: %v", got)
+		}
 	})
 
 	// Nothing above changed the table.
