@@ -290,12 +290,15 @@ func sortRows(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) ([]sql.Ro
 	return rows, s.LastError
 }
 
-// sortByBytes sorts rows stably on one string column whose collation
-// weighs a character by its code point (utf8mb4_0900_bin, binary) by
-// comparing the values' bytes. For valid UTF-8 that is the order
-// StringType.Compare finds rune by rune, so the result is Sort's, without
-// decoding each value again at each comparison. It reports false, with
-// rows untouched, for any other field, collation or value.
+// sortByBytes sorts rows stably on one string column by comparing byte
+// strings: the values' own bytes where the collation weighs a character
+// by its code point (utf8mb4_0900_bin, binary; for valid UTF-8 that is
+// the order StringType.Compare finds rune by rune), or else each value's
+// collation key (codec's encoding of its characters' weights, computed
+// once per row, whose byte order is the collation's). The result is
+// Sorter's, without weighing each value again at each comparison. It
+// reports false, with rows untouched, for any other field, collation or
+// value.
 func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 	if len(fields) != 1 {
 		return false
@@ -309,14 +312,22 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 	if !ok {
 		return false
 	}
-	binary := st.Collation() == sql.Collation_binary
-	if !binary && st.Collation() != sql.Collation_utf8mb4_0900_bin {
+	coll := st.Collation()
+	binary := coll == sql.Collation_binary
+	byCodePoint := binary || coll == sql.Collation_utf8mb4_0900_bin
+	if !byCodePoint && coll.Sorter() == nil {
 		return false
 	}
 	i := gf.Index()
-	for _, row := range rows {
+	keyed := make([]keyedRow, len(rows))
+	var keys []byte // the collation keys, one after another
+	kc := codec.KeyColumn{Kind: codec.KindString, Collation: coll}
+	for n, row := range rows {
+		keyed[n].row = row
 		switch v := row[i].(type) {
 		case nil:
+			keyed[n].null = true
+			continue
 		case string:
 			if !binary && !utf8.ValidString(v) {
 				return false
@@ -328,28 +339,58 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 		default:
 			return false
 		}
+		if byCodePoint {
+			keyed[n].key = bytesOf(row[i])
+			continue
+		}
+		start := len(keys)
+		var err error
+		if keys, err = kc.AppendKey(keys, row[i]); err != nil {
+			return false
+		}
+		keyed[n].end = len(keys) - start
+	}
+	if !byCodePoint {
+		// the keys buffer grew while they were appended: slice it now
+		off := 0
+		for n := range keyed {
+			if !keyed[n].null {
+				keyed[n].key = unsafe.String(&keys[off], keyed[n].end)
+				off += keyed[n].end
+			}
+		}
 	}
 	first := -1 // where a NULL goes against a value, as Sorter places it
 	if f.NullOrdering != sql.NullsFirst {
 		first = 1
 	}
 	desc := f.Order == sql.Descending
-	slices.SortStableFunc(rows, func(a, b sql.Row) int {
-		x, y := a[i], b[i]
+	slices.SortStableFunc(keyed, func(a, b keyedRow) int {
 		if desc {
-			x, y = y, x
+			a, b = b, a
 		}
 		switch {
-		case x == nil && y == nil:
+		case a.null && b.null:
 			return 0
-		case x == nil:
+		case a.null:
 			return first
-		case y == nil:
+		case b.null:
 			return -first
 		}
-		return strings.Compare(bytesOf(x), bytesOf(y))
+		return strings.Compare(a.key, b.key)
 	})
+	for n := range keyed {
+		rows[n] = keyed[n].row
+	}
 	return true
+}
+
+// keyedRow is a row and the bytes sortByBytes orders it by.
+type keyedRow struct {
+	row  sql.Row
+	key  string
+	end  int // the key's length in the keys buffer, until key is set
+	null bool
 }
 
 // bytesOf is the bytes of a string or []byte value, as a string that

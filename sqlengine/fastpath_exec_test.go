@@ -19,7 +19,7 @@ import (
 // orderings, and compares with go-mysql-server's Sorter.
 func TestSortByBytesIsSortersOrder(t *testing.T) {
 	ctx := sql.NewEmptyContext()
-	words := []string{"", "a", "A", "b", "ab", "a ", "é", "e", "z", "ż", "😀", "\x00", "日本", "aé"}
+	words := []string{"", "a", "A", "b", "B", "ab", "Ab", "a ", "A  ", "é", "É", "e", "E", "z", "ż", "Ż", "😀", "\x00", "日本", "aé", "ß", "ss", "SS"}
 	cols := []struct {
 		name string
 		typ  sql.Type
@@ -27,6 +27,10 @@ func TestSortByBytesIsSortersOrder(t *testing.T) {
 	}{
 		{"char bin", types.MustCreateString(sqltypes.Char, 20, sql.Collation_utf8mb4_0900_bin), func(s string) any { return s }},
 		{"varbinary", types.MustCreateBinary(sqltypes.VarBinary, 20), func(s string) any { return []byte(s) }},
+		{"char 0900_ai_ci", types.MustCreateString(sqltypes.Char, 20, sql.Collation_utf8mb4_0900_ai_ci), func(s string) any { return s }},
+		{"varchar general_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb4_general_ci), func(s string) any { return s }},
+		{"varchar unicode_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb4_unicode_ci), func(s string) any { return s }},
+		{"varchar latin1", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_latin1_swedish_ci), func(s string) any { return s }},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range cols {
@@ -76,7 +80,7 @@ func TestSortByBytesDeclines(t *testing.T) {
 		rows   []sql.Row
 		fields sql.SortFields
 	}{
-		{"case-insensitive collation", rows, sql.SortFields{field(ci)}},
+		{"invalid UTF-8, case-insensitive", []sql.Row{{"b"}, {"\xff"}}, sql.SortFields{field(ci)}},
 		{"two fields", rows, sql.SortFields{field(bin), field(bin)}},
 		{"an integer column", []sql.Row{{int64(2)}, {int64(1)}}, sql.SortFields{field(types.Int64)}},
 		{"invalid UTF-8", []sql.Row{{"b"}, {"\xff"}}, sql.SortFields{field(bin)}},

@@ -142,11 +142,27 @@ func (p *Provider) CreateCollatedDatabase(ctx *sql.Context, name string, collati
 	if _, ok := t.Catalog().Database(name); ok {
 		return sql.ErrDatabaseExists.New(name)
 	}
-	def := &storage.DatabaseDef{Name: name}
-	if collation != sql.Collation_Unspecified {
-		def.Collation = collation.Name()
+	if collation == sql.Collation_Unspecified {
+		collation = serverCollation(ctx)
 	}
+	def := &storage.DatabaseDef{Name: name, Collation: collation.Name()}
 	return t.SchemaChange(&storage.SchemaOp{Kind: storage.OpPutDatabase, Database: def})
+}
+
+// serverCollation is the session's collation_server, the collation of a
+// database created without one (as in MySQL). It is written into the
+// database's definition, so every node has the same whatever its own
+// setting.
+func serverCollation(ctx *sql.Context) sql.CollationID {
+	if v, err := ctx.GetSessionVariable(ctx, "collation_server"); err == nil {
+		if s, ok := v.(string); ok {
+			if c, err := sql.ParseCollation("", s, false); err == nil {
+				return c
+			}
+		}
+	}
+	c, _ := sql.ParseCollation("", DefaultCollation, false)
+	return c
 }
 
 // DropDatabase implements sql.MutableDatabaseProvider.

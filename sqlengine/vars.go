@@ -195,7 +195,34 @@ func RegisterSystemVariables(info NodeInfo) {
 		integer("innodb_autoinc_lock_mode", 0, 2, 2, global),
 		str("default_storage_engine", "InnoDB", both, true),
 		str("version_comment", "Certus", global, false), // go-mysql-server says "Dolt"
+		collationVar("collation_server"),
+		collationVar("collation_connection"),
+		collationVar("collation_database"),
 	})
+}
+
+// DefaultCollation is the collation of a database created without one
+// (through collation_server) and of string literals (collation_connection):
+// MySQL 8.0's utf8mb4_0900_ai_ci, so 'a' = 'A' as applications expect.
+// go-mysql-server's own default is utf8mb4_0900_bin; databases created
+// before Certus changed it keep that (storage.DatabaseDef.Collation "").
+const DefaultCollation = "utf8mb4_0900_ai_ci"
+
+// collationVar is one of the collation_* variables, with Certus's default;
+// a value that is not a collation is refused.
+func collationVar(name string) sql.SystemVariable {
+	return &sql.MysqlSystemVariable{Name: name, Scope: sql.GetMysqlScope(sql.SystemVariableScope_Both), Dynamic: true,
+		Type: types.NewSystemStringType(name), Default: DefaultCollation,
+		NotifyChanged: func(_ *sql.Context, _ sql.SystemVariableScope, v sql.SystemVarValue) error {
+			s, ok := v.Val.(string)
+			if !ok {
+				return sql.ErrInvalidSystemVariableValue.New(name, v.Val)
+			}
+			if _, err := sql.ParseCollation("", s, false); err != nil {
+				return err
+			}
+			return nil
+		}}
 }
 
 // rejectQueries is wsrep_reject_queries other than NONE, desync is
