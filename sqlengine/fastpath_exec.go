@@ -1,6 +1,7 @@
 package sqlengine
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"strings"
@@ -290,15 +291,15 @@ func sortRows(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) ([]sql.Ro
 	return rows, s.LastError
 }
 
-// sortByBytes sorts rows stably on one string column by comparing byte
-// strings: the values' own bytes where the collation weighs a character
-// by its code point (utf8mb4_0900_bin, binary; for valid UTF-8 that is
-// the order StringType.Compare finds rune by rune), or else each value's
-// collation key (codec's encoding of its characters' weights, computed
-// once per row, whose byte order is the collation's). The result is
-// Sorter's, without weighing each value again at each comparison. It
-// reports false, with rows untouched, for any other field, collation or
-// value.
+// sortByBytes sorts rows stably on one string column without
+// go-mysql-server's Sorter, which converts both values and looks up the
+// collation's weight function at every comparison. Where the collation
+// weighs a character by its code point (utf8mb4_0900_bin, binary) it
+// compares the values' bytes: for valid UTF-8 that is the order
+// StringType.Compare finds rune by rune. For another collation of a UTF-8
+// character set it compares weights rune by rune as StringType.Compare
+// does, ASCII ones from a table. It reports false, with rows untouched,
+// for any other field, collation or value.
 func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 	if len(fields) != 1 {
 		return false
@@ -314,20 +315,18 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 	}
 	coll := st.Collation()
 	binary := coll == sql.Collation_binary
-	byCodePoint := binary || coll == sql.Collation_utf8mb4_0900_bin
-	if !byCodePoint && coll.Sorter() == nil {
-		return false
+	compare := strings.Compare
+	if !binary && coll != sql.Collation_utf8mb4_0900_bin {
+		cs := coll.CharacterSet()
+		if coll.Sorter() == nil || (cs != sql.CharacterSet_utf8mb4 && cs != sql.CharacterSet_utf8mb3) {
+			return false
+		}
+		compare = weightCompare(coll.Sorter())
 	}
 	i := gf.Index()
-	keyed := make([]keyedRow, len(rows))
-	var keys []byte // the collation keys, one after another
-	kc := codec.KeyColumn{Kind: codec.KindString, Collation: coll}
-	for n, row := range rows {
-		keyed[n].row = row
+	for _, row := range rows {
 		switch v := row[i].(type) {
 		case nil:
-			keyed[n].null = true
-			continue
 		case string:
 			if !binary && !utf8.ValidString(v) {
 				return false
@@ -339,58 +338,60 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 		default:
 			return false
 		}
-		if byCodePoint {
-			keyed[n].key = bytesOf(row[i])
-			continue
-		}
-		start := len(keys)
-		var err error
-		if keys, err = kc.AppendKey(keys, row[i]); err != nil {
-			return false
-		}
-		keyed[n].end = len(keys) - start
-	}
-	if !byCodePoint {
-		// the keys buffer grew while they were appended: slice it now
-		off := 0
-		for n := range keyed {
-			if !keyed[n].null {
-				keyed[n].key = unsafe.String(&keys[off], keyed[n].end)
-				off += keyed[n].end
-			}
-		}
 	}
 	first := -1 // where a NULL goes against a value, as Sorter places it
 	if f.NullOrdering != sql.NullsFirst {
 		first = 1
 	}
 	desc := f.Order == sql.Descending
-	slices.SortStableFunc(keyed, func(a, b keyedRow) int {
+	slices.SortStableFunc(rows, func(a, b sql.Row) int {
+		x, y := a[i], b[i]
 		if desc {
-			a, b = b, a
+			x, y = y, x
 		}
 		switch {
-		case a.null && b.null:
+		case x == nil && y == nil:
 			return 0
-		case a.null:
+		case x == nil:
 			return first
-		case b.null:
+		case y == nil:
 			return -first
 		}
-		return strings.Compare(a.key, b.key)
+		return compare(bytesOf(x), bytesOf(y))
 	})
-	for n := range keyed {
-		rows[n] = keyed[n].row
-	}
 	return true
 }
 
-// keyedRow is a row and the bytes sortByBytes orders it by.
-type keyedRow struct {
-	row  sql.Row
-	key  string
-	end  int // the key's length in the keys buffer, until key is set
-	null bool
+// weightCompare returns StringType.Compare for valid UTF-8 strings of a
+// collation whose rune weights are weight: weights compared rune by rune,
+// then the shorter string first.
+func weightCompare(weight func(rune) int32) func(a, b string) int {
+	var ascii [utf8.RuneSelf]int32
+	for c := range ascii {
+		ascii[c] = weight(rune(c))
+	}
+	next := func(s string) (int32, int) {
+		if s[0] < utf8.RuneSelf {
+			return ascii[s[0]], 1
+		}
+		r, n := utf8.DecodeRuneInString(s)
+		return weight(r), n
+	}
+	return func(a, b string) int {
+		for len(a) > 0 && len(b) > 0 {
+			if a[0] == b[0] && a[0] < utf8.RuneSelf {
+				a, b = a[1:], b[1:]
+				continue
+			}
+			wa, na := next(a)
+			wb, nb := next(b)
+			if wa != wb {
+				return cmp.Compare(wa, wb)
+			}
+			a, b = a[na:], b[nb:]
+		}
+		return cmp.Compare(len(a), len(b))
+	}
 }
 
 // bytesOf is the bytes of a string or []byte value, as a string that

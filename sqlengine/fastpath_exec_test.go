@@ -30,7 +30,7 @@ func TestSortByBytesIsSortersOrder(t *testing.T) {
 		{"char 0900_ai_ci", types.MustCreateString(sqltypes.Char, 20, sql.Collation_utf8mb4_0900_ai_ci), func(s string) any { return s }},
 		{"varchar general_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb4_general_ci), func(s string) any { return s }},
 		{"varchar unicode_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb4_unicode_ci), func(s string) any { return s }},
-		{"varchar latin1", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_latin1_swedish_ci), func(s string) any { return s }},
+		{"varchar utf8mb3_general_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb3_general_ci), func(s string) any { return s }},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range cols {
@@ -65,7 +65,7 @@ func TestSortByBytesIsSortersOrder(t *testing.T) {
 	}
 }
 
-// TestSortByBytesDeclines leaves other collations, several fields and
+// TestSortByBytesDeclines leaves other character sets, several fields and
 // invalid UTF-8 to Sorter.
 func TestSortByBytesDeclines(t *testing.T) {
 	ctx := sql.NewEmptyContext()
@@ -81,6 +81,7 @@ func TestSortByBytesDeclines(t *testing.T) {
 		fields sql.SortFields
 	}{
 		{"invalid UTF-8, case-insensitive", []sql.Row{{"b"}, {"\xff"}}, sql.SortFields{field(ci)}},
+		{"latin1", rows, sql.SortFields{field(types.MustCreateString(sqltypes.Char, 20, sql.Collation_latin1_swedish_ci))}},
 		{"two fields", rows, sql.SortFields{field(bin), field(bin)}},
 		{"an integer column", []sql.Row{{int64(2)}, {int64(1)}}, sql.SortFields{field(types.Int64)}},
 		{"invalid UTF-8", []sql.Row{{"b"}, {"\xff"}}, sql.SortFields{field(bin)}},
