@@ -32,7 +32,7 @@ func groupByChecksColumnsOnly(a *analyzer.Analyzer) {
 	panic("sqlengine: the analyzer has no validateGroupBy rule")
 }
 
-// columnsOnlyGroupBy wraps the group-by check check: a statement it
+// columnsOnlyGroupBy wraps go-mysql-server's group-by check: a statement it
 // refuses is checked again with its column-free leaves (functions without
 // arguments, system and user variables) made literals, and passes if
 // that passes. Statements it accepts cost nothing more.
