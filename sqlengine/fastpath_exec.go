@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -321,7 +322,7 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 		if coll.Sorter() == nil || (cs != sql.CharacterSet_utf8mb4 && cs != sql.CharacterSet_utf8mb3) {
 			return false
 		}
-		compare = weightCompare(coll.Sorter())
+		compare = weightCompare(coll)
 	}
 	i := gf.Index()
 	for _, row := range rows {
@@ -362,14 +363,25 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 	return true
 }
 
-// weightCompare returns StringType.Compare for valid UTF-8 strings of a
-// collation whose rune weights are weight: weights compared rune by rune,
-// then the shorter string first.
-func weightCompare(weight func(rune) int32) func(a, b string) int {
-	var ascii [utf8.RuneSelf]int32
-	for c := range ascii {
-		ascii[c] = weight(rune(c))
+// asciiWeights caches each collation's weights of the ASCII characters
+// (sql.CollationID -> *[utf8.RuneSelf]int32), so a sort does not weigh
+// them again.
+var asciiWeights sync.Map
+
+// weightCompare returns StringType.Compare for valid UTF-8 strings of
+// coll, which has rune weights: weights compared rune by rune, then the
+// shorter string first.
+func weightCompare(coll sql.CollationID) func(a, b string) int {
+	weight := coll.Sorter()
+	v, ok := asciiWeights.Load(coll)
+	if !ok {
+		t := new([utf8.RuneSelf]int32)
+		for c := range t {
+			t[c] = weight(rune(c))
+		}
+		v, _ = asciiWeights.LoadOrStore(coll, t)
 	}
+	ascii := v.(*[utf8.RuneSelf]int32)
 	next := func(s string) (int32, int) {
 		if s[0] < utf8.RuneSelf {
 			return ascii[s[0]], 1
