@@ -153,7 +153,7 @@ func (s *session) authenticate(user string, salt, auth []byte) bool {
 			if !mysqlproto.CheckNative(salt, auth, u.Password) {
 				return false
 			}
-			s.backend.User, s.backend.Password, _ = cfg.Backend(user)
+			s.backend.User, s.backend.Password = cfg.Backend(u)
 			return true
 		}
 	}

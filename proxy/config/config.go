@@ -147,22 +147,16 @@ func (c *Config) fill() {
 	}
 }
 
-// Backend returns the account (name, password) a client user runs as on
-// the nodes, and false if the proxy has no such client user.
-func (c *Config) Backend(user string) (name, password string, ok bool) {
-	for _, u := range c.Users {
-		if u.Name != user {
-			continue
-		}
-		switch {
-		case u.BackendUser != "":
-			return u.BackendUser, u.BackendPassword, true
-		case c.BackendUser != "":
-			return c.BackendUser, c.BackendPassword, true
-		}
-		return u.Name, u.Password, true
+// Backend returns the account (name, password) client user u runs as on
+// the nodes.
+func (c *Config) Backend(u User) (name, password string) {
+	switch {
+	case u.BackendUser != "":
+		return u.BackendUser, u.BackendPassword
+	case c.BackendUser != "":
+		return c.BackendUser, c.BackendPassword
 	}
-	return "", "", false
+	return u.Name, u.Password
 }
 
 // Validate checks the configuration, including compiling its rules.

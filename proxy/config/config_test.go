@@ -9,26 +9,23 @@ import (
 
 func TestBackendAccount(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		json       string
-		user       string
-		wantName   string
-		wantPass   string
-		wantExists bool
+		name     string
+		json     string
+		wantName string
+		wantPass string
 	}{
-		{"default root", `{}`, "root", "root", "", true},
-		{"own account", `{"users": [{"name": "app", "password": "pw"}]}`, "app", "app", "pw", true},
-		{"unknown user", `{"users": [{"name": "app", "password": "pw"}]}`, "root", "", "", false},
+		{"default root", `{}`, "root", ""},
+		{"own account", `{"users": [{"name": "app", "password": "pw"}]}`, "app", "pw"},
 		{"shared account", `{"users": [{"name": "app", "password": "pw"}], "backend_user": "svc", "backend_password": "s"}`,
-			"app", "svc", "s", true},
+			"svc", "s"},
 		{"user's own mapping wins", `{"users": [{"name": "app", "password": "pw", "backend_user": "ro", "backend_password": "r"}],
-			"backend_user": "svc", "backend_password": "s"}`, "app", "ro", "r", true},
+			"backend_user": "svc", "backend_password": "s"}`, "ro", "r"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := load(t, tc.json)
-			name, pass, ok := c.Backend(tc.user)
-			if name != tc.wantName || pass != tc.wantPass || ok != tc.wantExists {
-				t.Errorf("Backend(%q) = %q, %q, %v; want %q, %q, %v", tc.user, name, pass, ok, tc.wantName, tc.wantPass, tc.wantExists)
+			name, pass := c.Backend(c.Users[0])
+			if name != tc.wantName || pass != tc.wantPass {
+				t.Errorf("Backend(%q) = %q, %q; want %q, %q", c.Users[0].Name, name, pass, tc.wantName, tc.wantPass)
 			}
 		})
 	}
