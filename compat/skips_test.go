@@ -23,7 +23,6 @@ const (
 	reasonSpatial  = "out of scope: SPATIAL indexes are stored but not used for lookups"
 	reasonVector   = "out of scope: VECTOR indexes are stored but not used for ORDER BY VEC_DISTANCE"
 	reasonEvents   = "out of scope: no event scheduler; CREATE EVENT is refused (databases list no events)"
-	reasonTemp     = "out of scope: temporary tables are not supported (issue to open: session-local tables, never replicated)"
 	// fixtures of go-mysql-server's memory harness
 	reasonMemoryProcedures = "calls the external stored procedures of go-mysql-server's memory provider, a fixture Certus does not have"
 	// go-mysql-server
@@ -92,8 +91,7 @@ var skipTable = []skip{
 	{"TransactionScripts", "/* client a */ create event e on schedule every 1 second starts '2025-01-01' do begin select 1; end;", reasonEvents},
 	{"TransactionScripts", "/* client b */ show create event e;", reasonEvents},
 
-	{"TransactionScripts", "certain ddl queries on temporary tables are not implicitly committed", reasonTemp},
-	{"TransactionScripts", "READ ONLY Transactions", reasonTemp + "; " + reasonReadOnlyDDL},
+	{"TransactionScripts", "READ ONLY Transactions", reasonReadOnlyDDL},
 
 	{"UserPrivileges", "CALL mydb.memory_admin_only(1,2)", reasonMemoryProcedures},
 	{"UserPrivileges", "CALL mydb.memory_admin_only(7,2)", reasonMemoryProcedures},

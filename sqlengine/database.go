@@ -26,6 +26,8 @@ var (
 	_ sql.ViewDatabase            = (*Database)(nil)
 	_ sql.TriggerDatabase         = (*Database)(nil)
 	_ sql.StoredProcedureDatabase = (*Database)(nil)
+	_ sql.TemporaryTableCreator   = (*Database)(nil)
+	_ sql.TemporaryTableDatabase  = (*Database)(nil)
 )
 
 // Name implements sql.Nameable.
@@ -40,8 +42,24 @@ func (d *Database) def(ctx *sql.Context) (*storage.DatabaseDef, *storage.Catalog
 	return def, cat, nil
 }
 
-// GetTableInsensitive implements sql.Database.
+// temp returns the temporary tables of the statement's session (nil for a
+// context without a session of ours).
+func temp(ctx *sql.Context) *tempStore {
+	if ctx == nil {
+		return nil
+	}
+	if s, ok := ctx.Session.(*Session); ok {
+		return &s.temp
+	}
+	return nil
+}
+
+// GetTableInsensitive implements sql.Database. A temporary table of the
+// session hides a stored table of the same name.
 func (d *Database) GetTableInsensitive(ctx *sql.Context, name string) (sql.Table, bool, error) {
+	if t, ok := temp(ctx).get(d.name, name); ok {
+		return t, true, nil
+	}
 	cat := d.p.catalog(ctx)
 	def, ok := cat.TableByName(d.name, name)
 	if !ok {
@@ -104,8 +122,46 @@ func (d *Database) createTable(ctx *sql.Context, name string, sch sql.PrimaryKey
 	return t.SchemaChange(&storage.SchemaOp{Kind: storage.OpPutTable, Table: def, TableID: def.ID})
 }
 
-// DropTable implements sql.TableDropper.
+// CreateTemporaryTable implements sql.TemporaryTableCreator: the table
+// lives in the session (see tempstore.go).
+func (d *Database) CreateTemporaryTable(ctx *sql.Context, name string, sch sql.PrimaryKeySchema, collation sql.CollationID) error {
+	store := temp(ctx)
+	if store == nil {
+		return sql.ErrTemporaryTableNotSupported.New()
+	}
+	if _, _, err := d.def(ctx); err != nil {
+		return err
+	}
+	if _, ok := store.get(d.name, name); ok {
+		return sql.ErrTableAlreadyExists.New(name)
+	}
+	t, err := newTempTable(store, d.name, name, sch, collation)
+	if err != nil {
+		return err
+	}
+	store.add(t)
+	return nil
+}
+
+// GetAllTemporaryTables implements sql.TemporaryTableDatabase.
+func (d *Database) GetAllTemporaryTables(ctx *sql.Context) ([]sql.Table, error) {
+	var out []sql.Table
+	if store := temp(ctx); store != nil {
+		for _, t := range store.tables {
+			if strings.EqualFold(t.db, d.name) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
+}
+
+// DropTable implements sql.TableDropper; a temporary table of the session
+// goes first, as in MySQL.
 func (d *Database) DropTable(ctx *sql.Context, name string) error {
+	if temp(ctx).drop(d.name, name) {
+		return nil
+	}
 	t := d.p.txnFor(ctx)
 	def, ok := t.Catalog().TableByName(d.name, name)
 	if !ok {
@@ -116,6 +172,11 @@ func (d *Database) DropTable(ctx *sql.Context, name string) error {
 
 // RenameTable implements sql.TableRenamer.
 func (d *Database) RenameTable(ctx *sql.Context, oldName, newName string) error {
+	if store := temp(ctx); store != nil {
+		if _, ok := store.get(d.name, oldName); ok {
+			return store.rename(d.name, oldName, newName)
+		}
+	}
 	t := d.p.txnFor(ctx)
 	def, ok := t.Catalog().TableByName(d.name, oldName)
 	if !ok {

@@ -387,6 +387,9 @@ func (fc *fastCall) plan(e *fastEntry, t *txn.Txn) (*fastPlan, error) {
 	if db == "" {
 		db = fc.s.GetCurrentDatabase()
 	}
+	if _, ok := fc.s.temp.get(db, st.Table); ok {
+		return nil, nil // a temporary table: the general path
+	}
 	cat := t.Catalog()
 	def, ok := cat.TableByName(db, st.Table)
 	if !ok {

@@ -56,6 +56,8 @@ type Session struct {
 	// (see fastCall.selectRows).
 	scanArena codec.Arena
 	scanRows  []sql.Row
+	// temp holds the session's temporary tables.
+	temp tempStore
 }
 
 var (
@@ -161,7 +163,9 @@ func (s *Session) txnOptions(ctx *sql.Context, chr sql.TransactionCharacteristic
 func (s *Session) StartTransaction(ctx *sql.Context, chr sql.TransactionCharacteristic) (sql.Transaction, error) {
 	if old, ok := s.GetTransaction().(*Transaction); ok && old != nil {
 		old.Rollback()
+		s.temp.rollback()
 	}
+	s.temp.beginTransaction()
 	return &Transaction{Txn: s.p.mgr.Begin(s.txnOptions(ctx, chr))}, nil
 }
 
@@ -177,6 +181,7 @@ func (s *Session) CommitTransaction(ctx *sql.Context, tx sql.Transaction) error 
 		// the transaction is over whatever happened; don't leave it behind
 		ctx.SetTransaction(nil)
 		ctx.SetIgnoreAutoCommit(false)
+		s.temp.rollback()
 		if errors.Is(err, txn.ErrCertification) {
 			s.certFailed = true
 		}
@@ -185,6 +190,7 @@ func (s *Session) CommitTransaction(ctx *sql.Context, tx sql.Transaction) error 
 	if out.Seqno != 0 {
 		s.lastSeqno = out.Seqno
 	}
+	s.temp.commit()
 	return nil
 }
 
@@ -193,6 +199,7 @@ func (s *Session) Rollback(ctx *sql.Context, tx sql.Transaction) error {
 	if t, ok := tx.(*Transaction); ok && t != nil {
 		t.Rollback()
 	}
+	s.temp.rollback()
 	return nil
 }
 
@@ -200,6 +207,7 @@ func (s *Session) Rollback(ctx *sql.Context, tx sql.Transaction) error {
 func (s *Session) CreateSavepoint(ctx *sql.Context, tx sql.Transaction, name string) error {
 	if t, ok := tx.(*Transaction); ok && t != nil {
 		t.Savepoint(strings.ToLower(name))
+		s.temp.savepoint(strings.ToLower(name))
 	}
 	return nil
 }
@@ -213,6 +221,7 @@ func (s *Session) RollbackToSavepoint(ctx *sql.Context, tx sql.Transaction, name
 	if err := t.RollbackToSavepoint(strings.ToLower(name)); err != nil {
 		return sql.ErrSavepointDoesNotExist.New(name)
 	}
+	s.temp.rollbackTo(strings.ToLower(name))
 	return nil
 }
 
@@ -222,12 +231,14 @@ func (s *Session) ReleaseSavepoint(ctx *sql.Context, tx sql.Transaction, name st
 	if !ok || t == nil || !t.ReleaseSavepoint(strings.ToLower(name)) {
 		return sql.ErrSavepointDoesNotExist.New(name)
 	}
+	s.temp.release(strings.ToLower(name))
 	return nil
 }
 
 // CommandBegin implements sql.LifecycleAwareSession.
 func (s *Session) CommandBegin() error {
 	s.certFailed = false
+	s.temp.newCommand()
 	if t, ok := s.GetTransaction().(*Transaction); ok && t != nil {
 		t.NewStatement()
 	}
@@ -245,6 +256,7 @@ func (s *Session) CommandEnd() {
 	if t.Aborted() {
 		// a deadlock victim: InnoDB rolled back the whole transaction
 		t.Rollback()
+		s.temp.rollback()
 		s.SetTransaction(nil)
 		s.SetIgnoreAutoCommit(false)
 		return
@@ -254,6 +266,7 @@ func (s *Session) CommandEnd() {
 	}
 	if ac, err := s.GetSessionVariable(nil, sql.AutoCommitSessionVar); err == nil && truthy(ac) {
 		t.Rollback()
+		s.temp.rollback()
 		s.SetTransaction(nil)
 	}
 }
@@ -275,10 +288,12 @@ func truthy(v interface{}) bool {
 	return n != 0
 }
 
-// SessionEnd implements sql.LifecycleAwareSession.
+// SessionEnd implements sql.LifecycleAwareSession: the transaction is
+// rolled back and the temporary tables dropped.
 func (s *Session) SessionEnd() {
 	if t, ok := s.GetTransaction().(*Transaction); ok && t != nil {
 		t.Rollback()
 		s.SetTransaction(nil)
 	}
+	s.temp = tempStore{}
 }

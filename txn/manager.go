@@ -265,7 +265,15 @@ func (m *Manager) Active() int {
 func (m *Manager) NextAutoIncrement(tableID, increment, offset uint64) uint64 {
 	m.autoMu.Lock()
 	defer m.autoMu.Unlock()
-	next := max(m.auto[tableID], m.eng.AutoIncrement(tableID))
+	next := StepAutoIncrement(max(m.auto[tableID], m.eng.AutoIncrement(tableID)), increment, offset)
+	m.auto[tableID] = AfterAutoIncrement(next)
+	return next
+}
+
+// StepAutoIncrement is the first AUTO_INCREMENT value from next on in the
+// series offset, offset+increment, offset+2×increment, ... (as in InnoDB,
+// an offset above the increment is ignored).
+func StepAutoIncrement(next, increment, offset uint64) uint64 {
 	if increment > 1 {
 		if offset > increment {
 			offset = 0
@@ -275,7 +283,6 @@ func (m *Manager) NextAutoIncrement(tableID, increment, offset uint64) uint64 {
 			next += increment - r
 		}
 	}
-	m.auto[tableID] = after(next)
 	return next
 }
 
@@ -285,13 +292,14 @@ func (m *Manager) PassAutoIncrement(tableID, v uint64) {
 	m.autoMu.Lock()
 	defer m.autoMu.Unlock()
 	if v >= max(m.auto[tableID], m.eng.AutoIncrement(tableID)) {
-		m.auto[tableID] = after(v)
+		m.auto[tableID] = AfterAutoIncrement(v)
 	}
 }
 
-// after is the value after v; the largest value has none, so the counter
-// stays there (the next insert fails as out of range, as in MySQL).
-func after(v uint64) uint64 {
+// AfterAutoIncrement is the AUTO_INCREMENT counter after value v; the
+// largest value has none, so the counter stays there (the next insert
+// fails as out of range, as in MySQL).
+func AfterAutoIncrement(v uint64) uint64 {
 	if v == math.MaxUint64 {
 		return v
 	}
