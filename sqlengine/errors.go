@@ -127,6 +127,7 @@ var kindCodes = buildKindCodes([]struct {
 	{sql.ErrIdentifierIsTooLong, mysql.ERTooLongIdent, "42000"},
 	{sql.ErrInvalidIdentifier, mysql.ERTooLongIdent, "42000"},
 	{sql.ErrUnknownSystemVariable, mysql.ERUnknownSystemVariable, "HY000"},
+	{sql.ErrCollationUnknown, mysql.ERUnknownCollation, "HY000"},
 	{sql.ErrInvalidSystemVariableValue, mysql.ERWrongValueForVar, "42000"},
 	{sql.ErrSystemVariableReadOnly, mysql.ERIncorrectGlobalLocalVar, "HY000"},
 	{sql.ErrSystemVariableSessionOnly, mysql.ERIncorrectGlobalLocalVar, "HY000"},

@@ -47,6 +47,8 @@ func TestErrorCodes(t *testing.T) {
 		{"NoDatabaseSelected", nodb, "SELECT * FROM t", 1046, "3D000"},
 		{"NonAggregatedColumn", db, "SELECT COUNT(*), NOW(), v FROM t", 1140, "42000"},
 		{"NonGroupedColumn", db, "SELECT v, COUNT(*) FROM t GROUP BY name", 1055, "42000"},
+		{"UnknownCollation", db, "SET collation_connection = 'nope'", 1273, "HY000"},
+		{"UnknownCollationTable", db, "CREATE TABLE c (s VARCHAR(3) COLLATE nope)", 1273, "HY000"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
