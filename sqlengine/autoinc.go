@@ -91,19 +91,29 @@ func (t *Table) GetNextAutoIncrementValue(ctx *sql.Context, insertVal interface{
 		inc, off := autoIncrementStep(ctx, ctx.Session)
 		return t.p.mgr.NextAutoIncrement(t.def.ID, inc, off), nil
 	}
-	if typ, ok := t.autoIncrementType(); ok {
-		v, inRange, err := typ.Convert(ctx, insertVal)
-		if err != nil || inRange != sql.InRange {
-			return 0, nil
-		}
-		insertVal = v
-	}
-	explicit, _ := autoIncrementArg(ctx, insertVal)
+	typ, _ := t.autoIncrementType()
+	explicit := explicitAutoIncrement(ctx, typ, insertVal)
 	if explicit == 0 {
 		return 0, nil
 	}
 	t.p.mgr.PassAutoIncrement(t.def.ID, explicit)
 	return explicit, nil
+}
+
+// explicitAutoIncrement is the value insertVal gives an AUTO_INCREMENT
+// column of type typ (nil: not known), or 0 for one the counter must not
+// pass: not positive, or no value of the column (out of range: the insert
+// fails, and like MySQL the counter stays).
+func explicitAutoIncrement(ctx *sql.Context, typ sql.Type, insertVal interface{}) uint64 {
+	if typ != nil {
+		v, inRange, err := typ.Convert(ctx, insertVal)
+		if err != nil || inRange != sql.InRange {
+			return 0
+		}
+		insertVal = v
+	}
+	explicit, _ := autoIncrementArg(ctx, insertVal)
+	return explicit
 }
 
 // autoIncrementArg is a positive AUTO_INCREMENT column value as uint64 (0

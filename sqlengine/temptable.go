@@ -656,14 +656,11 @@ func (t *tempTable) GetNextAutoIncrementValue(ctx *sql.Context, insertVal interf
 		t.autoNext = txn.AfterAutoIncrement(v)
 		return v, nil
 	}
+	var typ sql.Type
 	if t.autoOrd >= 0 {
-		v, inRange, err := t.sch.Schema[t.autoOrd].Type.Convert(ctx, insertVal)
-		if err != nil || inRange != sql.InRange {
-			return 0, nil
-		}
-		insertVal = v
+		typ = t.sch.Schema[t.autoOrd].Type
 	}
-	explicit, _ := autoIncrementArg(ctx, insertVal)
+	explicit := explicitAutoIncrement(ctx, typ, insertVal)
 	if explicit == 0 {
 		return 0, nil
 	}
