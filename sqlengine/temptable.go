@@ -69,9 +69,9 @@ func lessTempRow(a, b tempRow) bool { return bytes.Compare(a.key, b.key) < 0 }
 // tempData is one version of a temporary table's rows.
 type tempData struct {
 	rows   *btree.BTreeG[tempRow]
-	byRow  *btree.BTreeG[tempRow]            // keyless tables: to find a row by its values
-	unique map[string]*btree.BTreeG[tempRow] // by lower-case index name
-	bytes  int64                             // estimated memory of the rows
+	byRow  *btree.BTreeG[tempRow]                // keyless tables: to find a row by its values
+	unique map[*tempIndex]*btree.BTreeG[tempRow] // the unique indexes' keys
+	bytes  int64                                 // estimated memory of the rows
 }
 
 const tempDegree = 16
@@ -85,9 +85,9 @@ func (d *tempData) clone() *tempData {
 		c.byRow = d.byRow.Clone()
 	}
 	if len(d.unique) > 0 {
-		c.unique = make(map[string]*btree.BTreeG[tempRow], len(d.unique))
-		for name, tree := range d.unique {
-			c.unique[name] = tree.Clone()
+		c.unique = make(map[*tempIndex]*btree.BTreeG[tempRow], len(d.unique))
+		for ix, tree := range d.unique {
+			c.unique[ix] = tree.Clone()
 		}
 	}
 	return c
@@ -146,9 +146,9 @@ func (t *tempTable) newData() *tempData {
 	for _, ix := range t.indexes {
 		if ix.def.IsUnique() {
 			if d.unique == nil {
-				d.unique = map[string]*btree.BTreeG[tempRow]{}
+				d.unique = map[*tempIndex]*btree.BTreeG[tempRow]{}
 			}
-			d.unique[strings.ToLower(ix.def.Name)] = newTempTree()
+			d.unique[ix] = newTempTree()
 		}
 	}
 	return d
@@ -366,7 +366,7 @@ func (t *tempTable) put(ctx *sql.Context, pk []byte, row sql.Row, size int64) er
 		t.d.byRow.ReplaceOrInsert(tempRow{key: append(enc, pk...), pk: pk, row: row})
 	}
 	for _, ix := range t.indexes {
-		if tree := t.d.unique[strings.ToLower(ix.def.Name)]; tree != nil {
+		if tree := t.d.unique[ix]; tree != nil {
 			if k, ok := ix.key(row); ok {
 				tree.ReplaceOrInsert(tempRow{key: k, pk: pk, row: row})
 			}
@@ -388,7 +388,7 @@ func (t *tempTable) remove(ctx *sql.Context, pk []byte) {
 		}
 	}
 	for _, ix := range t.indexes {
-		if tree := t.d.unique[strings.ToLower(ix.def.Name)]; tree != nil {
+		if tree := t.d.unique[ix]; tree != nil {
 			if k, ok := ix.key(e.row); ok {
 				tree.Delete(tempRow{key: k})
 			}
@@ -438,7 +438,7 @@ func (t *tempTable) pkKey(row sql.Row) ([]byte, error) {
 // row than the one under self (the row an UPDATE replaces; nil for none).
 func (t *tempTable) checkUnique(row sql.Row, self []byte) error {
 	for _, ix := range t.indexes {
-		tree := t.d.unique[strings.ToLower(ix.def.Name)]
+		tree := t.d.unique[ix]
 		if tree == nil {
 			continue
 		}
@@ -562,13 +562,13 @@ func (t *tempTable) CreateIndex(ctx *sql.Context, def sql.IndexDef) error {
 		if dup != nil {
 			return dup
 		}
-		t.beginWrite()
 		if t.d.unique == nil {
-			t.d.unique = map[string]*btree.BTreeG[tempRow]{}
+			t.d.unique = map[*tempIndex]*btree.BTreeG[tempRow]{}
 		}
-		t.d.unique[strings.ToLower(def.Name)] = tree
+		t.d.unique[ix] = tree
 	}
 	t.indexes = append(t.indexes, ix)
+	t.resetHistory()
 	return nil
 }
 
@@ -577,7 +577,8 @@ func (t *tempTable) DropIndex(ctx *sql.Context, name string) error {
 	for i, ix := range t.indexes {
 		if strings.EqualFold(ix.def.Name, name) {
 			t.indexes = append(t.indexes[:i], t.indexes[i+1:]...)
-			delete(t.d.unique, strings.ToLower(name))
+			delete(t.d.unique, ix)
+			t.resetHistory()
 			return nil
 		}
 	}
@@ -593,10 +594,6 @@ func (t *tempTable) RenameIndex(ctx *sql.Context, from, to string) error {
 	}
 	for _, ix := range t.indexes {
 		if strings.EqualFold(ix.def.Name, from) {
-			if tree, ok := t.d.unique[strings.ToLower(from)]; ok {
-				delete(t.d.unique, strings.ToLower(from))
-				t.d.unique[strings.ToLower(to)] = tree
-			}
 			ix.def.Name = to
 			return nil
 		}
@@ -946,9 +943,7 @@ func (t *tempTable) reshape(ctx *sql.Context, cols sql.Schema, rename map[string
 // without columns is dropped, as in MySQL) and its checks stay. A
 // duplicate key under the new definition leaves the table as it was.
 //
-// Like DDL, the change is not undone by a later rollback: the data the
-// transaction, the statement and the savepoints would return to is the
-// rebuilt table.
+// Like DDL, the change is not undone by a later rollback (resetHistory).
 func (t *tempTable) rebuild(ctx *sql.Context, sch sql.PrimaryKeySchema, rename map[string]string, rows []sql.Row) error {
 	next, err := newTempTable(t.store, t.db, t.name, sch, t.coll)
 	if err != nil {
@@ -981,6 +976,15 @@ func (t *tempTable) rebuild(ctx *sql.Context, sch sql.PrimaryKeySchema, rename m
 	}
 	t.sch, t.pkCols, t.rowIDs, t.indexes = next.sch, next.pkCols, next.rowIDs, next.indexes
 	t.autoOrd, t.seq, t.d = next.autoOrd, next.seq, next.d
+	t.resetHistory()
+	return nil
+}
+
+// resetHistory makes the table's current data what its transaction, its
+// statement and the savepoints return to: after DDL (an index added or
+// dropped, a rebuild), the data kept from before no longer fits the
+// definition, and like DDL the change is not undone.
+func (t *tempTable) resetHistory() {
 	t.txnData, t.txnGen = t.d.clone(), t.store.txnGen
 	if t.stmtData != nil {
 		t.stmtData = t.d.clone()
@@ -990,5 +994,4 @@ func (t *tempTable) rebuild(ctx *sql.Context, sch sql.PrimaryKeySchema, rename m
 			sp.data[t] = t.d.clone()
 		}
 	}
-	return nil
 }
