@@ -247,7 +247,11 @@ type Node struct {
 	orphanChecked time.Time
 	inactiveSince map[uint64]time.Time
 	rollingBack   atomic.Bool
-	rollbackSeq   atomic.Uint64
+	// rollbacks counts the goroutines rolling back streams
+	// (rollbackStaleStreams, checkOrphanStreams); Stop waits for them, as
+	// they read the storage
+	rollbacks   sync.WaitGroup
+	rollbackSeq atomic.Uint64
 }
 
 type waiter struct {
@@ -351,6 +355,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	go n.learnClusterCommit()
 	if !cfg.Arbitrator {
+		n.rollbacks.Add(1)
 		go n.rollbackStaleStreams()
 	}
 	if !cfg.SyncLog {
@@ -396,6 +401,7 @@ func (n *Node) Stop() {
 	}
 	n.cancel()
 	<-n.done
+	n.rollbacks.Wait() // (the raft loop, which starts them, has ended)
 	<-n.applied
 	n.prepWG.Wait()
 	<-n.flowDone

@@ -91,6 +91,7 @@ func (c *Core) restoreStreams() error {
 // are gone, so they can never commit, and their locks would hold back
 // every other node's writes to their rows.
 func (n *Node) rollbackStaleStreams() {
+	defer n.rollbacks.Done()
 	for !n.Recovered() {
 		select {
 		case <-n.ctx.Done():
@@ -161,7 +162,9 @@ func (n *Node) checkOrphanStreams() {
 		return
 	}
 	n.rollingBack.Store(true)
+	n.rollbacks.Add(1)
 	go func() {
+		defer n.rollbacks.Done()
 		defer n.rollingBack.Store(false)
 		n.rollbackStreamsOf(orphans, "rolled back a streaming transaction of a member out of reach")
 	}()
