@@ -300,14 +300,6 @@ func (t *IndexedTable) PartitionRows(ctx *sql.Context, _ sql.Partition) (sql.Row
 		}
 		return tx.IndexScan(ctx, t.info, ii, b.lo, b.hi, rev, mode)
 	}
-	first, err := open()
-	if err != nil {
-		return nil, engineErr(err)
-	}
-	if first == nil {
-		return &rowIter{}, nil
-	}
-	ri.it = first
 	ri.next = func() (*txn.RowIter, error) {
 		it, err := open()
 		return it, engineErr(err)

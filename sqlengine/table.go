@@ -157,25 +157,47 @@ func (t *Table) PartitionRows(ctx *sql.Context, _ sql.Partition) (sql.RowIter, e
 		return nil, err
 	}
 	tx := t.p.txnFor(ctx)
-	it, err := tx.Scan(ctx, t.info, nil, nil, false, readMode(ctx))
-	if err != nil {
-		return nil, err
-	}
-	return &rowIter{it: it, proj: ords}, nil
+	mode := readMode(ctx)
+	opened := false
+	return &rowIter{proj: ords, next: func() (*txn.RowIter, error) {
+		if opened {
+			return nil, nil
+		}
+		opened = true
+		it, err := tx.Scan(ctx, t.info, nil, nil, false, mode)
+		return it, engineErr(err)
+	}}, nil
 }
 
-// rowIter adapts txn.RowIter to sql.RowIter.
+// rowIter adapts txn.RowIter to sql.RowIter. It opens its storage
+// iterators at the first Next, not when created: go-mysql-server's
+// TableRowIter.IsValueRowIter asks a table for a partition's rows and drops
+// them unclosed when they are not value rows, so an iterator opened
+// up front would leak (and cost a second pebble iterator per query).
 type rowIter struct {
 	it     *txn.RowIter
 	filter sql.Expression // re-checks rows of inexact index ranges
-	next   func() (*txn.RowIter, error)
-	proj   []int // the projected columns (nil: all)
+	// next opens the storage iterator of the next key range; nil (and no
+	// error) when there is none
+	next func() (*txn.RowIter, error)
+	proj []int // the projected columns (nil: all)
 }
 
 func (r *rowIter) Next(ctx *sql.Context) (sql.Row, error) {
 	for {
 		if r.it == nil {
-			return nil, io.EOF
+			if r.next == nil {
+				return nil, io.EOF
+			}
+			it, err := r.next()
+			if err != nil {
+				return nil, err
+			}
+			if it == nil {
+				r.next = nil
+				return nil, io.EOF
+			}
+			r.it = it
 		}
 		_, row, ok, err := r.it.Next()
 		if err != nil {
@@ -184,11 +206,6 @@ func (r *rowIter) Next(ctx *sql.Context) (sql.Row, error) {
 		if !ok {
 			r.it.Close()
 			r.it = nil
-			if r.next != nil {
-				if r.it, err = r.next(); err != nil {
-					return nil, err
-				}
-			}
 			continue
 		}
 		if r.filter != nil {

@@ -103,9 +103,10 @@ type Node struct {
 	Args     []string // extra flags
 	LogPath  string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	dbs []*sql.DB
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	dbs      []*sql.DB
+	logStart int64 // the log's size when the process started
 }
 
 // NewNode prepares (does not start) a node with fresh ports and data dir.
@@ -164,6 +165,9 @@ func (n *Node) StartCommand(args ...string) error {
 	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
+	}
+	if st, err := logf.Stat(); err == nil {
+		n.logStart = st.Size()
 	}
 	cmd := exec.Command(Binary(n.t), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -241,9 +245,23 @@ func (n *Node) DB(db string) *sql.DB {
 	return d
 }
 
-// Stop sends SIGTERM and waits for the process to exit.
+// Stop sends SIGTERM and waits for the process to exit. The test fails
+// if the node's shutdown reports an error closing its storage (such as a
+// leaked pebble iterator or snapshot).
 func (n *Node) Stop() {
+	n.mu.Lock()
+	from := n.logStart
+	n.mu.Unlock()
 	n.signalAndWait(syscall.SIGTERM, 60*time.Second)
+	b, _ := os.ReadFile(n.LogPath)
+	if from <= int64(len(b)) {
+		b = b[from:]
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, `msg="closing storage"`) {
+			n.t.Errorf("%s: unclean shutdown: %s", n.Name, line)
+		}
+	}
 }
 
 // Kill sends SIGKILL (kill -9) and waits for the process to exit.
