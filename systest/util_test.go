@@ -40,6 +40,10 @@ func startNode(t *testing.T, name, db string, flags ...string) (*testcluster.Nod
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("node %s running=%v health=%d; log tail:\n%s", n.Name, n.Running(), n.Health(), n.LogTail(60))
+			return
+		}
+		if n.Running() {
+			n.Stop() // a clean shutdown: storage closes with nothing leaked
 		}
 	})
 	root := n.DB("")
