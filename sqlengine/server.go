@@ -84,7 +84,8 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 	if sql.SystemVariables == nil {
 		variables.InitSystemVariables()
 	}
-	a := analyzer.NewBuilder(p).RemoveOnceAfterRule(ruleID(analyzer.OnceAfterDefault, "replaceAgg")).Build()
+	a := analyzer.NewBuilder(p).RemoveOnceAfterRule(ruleID(analyzer.OnceAfterDefault, "replaceAgg")).
+		AddPostAnalyzeRule(fixGroupConcatID, fixGroupConcat).Build()
 	groupByChecksColumnsOnly(a)
 	e := sqle.New(a, &sqle.Config{VersionPostfix: "Certus"})
 	a.Catalog.InfoSchema = withVarTables(a.Catalog.InfoSchema)
@@ -93,6 +94,10 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 	}
 	return e
 }
+
+// fixGroupConcatID names the rule fixGroupConcat (an id outside
+// go-mysql-server's own).
+const fixGroupConcatID analyzer.RuleId = -1
 
 // ruleID finds an analyzer rule of rules by name. Rules removed from the
 // analyzer:
