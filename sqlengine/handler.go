@@ -454,7 +454,14 @@ func (h *Handler) closeClients() {
 }
 
 // NewConnection implements mysql.Handler.
+// The handshake's status flags say whether the session starts in
+// autocommit mode (the global autocommit): drivers such as PyMySQL read
+// them to decide whether they must send SET autocommit=0 for a
+// transactional connection.
 func (h *Handler) NewConnection(c *mysql.Conn) {
+	if _, v, ok := sql.SystemVariables.GetGlobal("autocommit"); !ok || truthy(v) {
+		c.StatusFlags |= uint16(mysql.ServerStatusAutocommit)
+	}
 	h.mu.Lock()
 	h.conns[c.ConnectionID] = c
 	h.mu.Unlock()

@@ -2,8 +2,11 @@ package systest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -240,4 +243,42 @@ func TestWsrepVariablesAndHTTP(t *testing.T) {
 			t.Errorf("/metrics has no certus_wsrep_cluster_size sample")
 		}
 	})
+}
+
+// TestHandshakeAutocommitFlag reads the server's greeting: its status flags
+// carry SERVER_STATUS_AUTOCOMMIT while new sessions start in autocommit
+// mode. PyMySQL trusts them and sends SET autocommit=0 for its default
+// transactional connection only when the flag is set; without it, its
+// COMMIT/ROLLBACK did nothing.
+func TestHandshakeAutocommitFlag(t *testing.T) {
+	n, db := startNode(t, "n1", "")
+	greetingStatus := func() uint16 {
+		c, err := net.DialTimeout("tcp", n.SQLAddr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		var hdr [4]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			t.Fatal(err)
+		}
+		p := make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)
+		if _, err := io.ReadFull(c, p); err != nil {
+			t.Fatal(err)
+		}
+		// protocol version, server version (NUL-terminated), connection
+		// id (4), auth data (8), filler, capabilities (2), charset, status
+		i := bytes.IndexByte(p[1:], 0) + 2 + 4 + 8 + 1 + 2 + 1
+		return binary.LittleEndian.Uint16(p[i:])
+	}
+	const autocommit = 0x0002
+	if s := greetingStatus(); s&autocommit == 0 {
+		t.Errorf("greeting status %#x lacks SERVER_STATUS_AUTOCOMMIT", s)
+	}
+	xexec(t, db, "SET GLOBAL autocommit = 0")
+	defer xexec(t, db, "SET GLOBAL autocommit = 1")
+	if s := greetingStatus(); s&autocommit != 0 {
+		t.Errorf("greeting status %#x has SERVER_STATUS_AUTOCOMMIT with autocommit off", s)
+	}
 }
