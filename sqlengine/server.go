@@ -85,7 +85,8 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 		variables.InitSystemVariables()
 	}
 	a := analyzer.NewBuilder(p).RemoveOnceAfterRule(ruleID(analyzer.OnceAfterDefault, "replaceAgg")).
-		AddPostAnalyzeRule(fixGroupConcatID, fixGroupConcat).Build()
+		AddPostAnalyzeRule(fixGroupConcatID, fixGroupConcat).
+		AddOverrides(sql.EngineOverrides{CostedIndexScanExpressionFilter: betweenAsRange{}}).Build()
 	groupByChecksColumnsOnly(a)
 	e := sqle.New(a, &sqle.Config{VersionPostfix: "Certus"})
 	a.Catalog.InfoSchema = withVarTables(a.Catalog.InfoSchema)

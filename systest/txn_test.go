@@ -157,6 +157,41 @@ func TestTxn(t *testing.T) {
 		}
 	})
 
+	t.Run("RangeDMLLocksItsRangeOnly", func(t *testing.T) {
+		// UPDATE/DELETE ... WHERE id BETWEEN a AND b reads (and locks)
+		// the rows of the range through the primary key, not the table
+		kv(t, "rg", 20)
+		a, b := conn(t, db), conn(t, db)
+		xexec(t, a, "BEGIN")
+		if n, _ := xexec(t, a, "UPDATE rg SET v = v + 1 WHERE id BETWEEN 5 AND 10").RowsAffected(); n != 6 {
+			t.Fatalf("UPDATE of the range affected %d rows, want 6", n)
+		}
+		xexec(t, b, "SET innodb_lock_wait_timeout = 2")
+		for _, q := range []string{
+			"UPDATE rg SET v = v + 1 WHERE id = 15",
+			"UPDATE rg SET v = v + 1 WHERE id BETWEEN 12 AND 13",
+			"DELETE FROM rg WHERE id BETWEEN 19 AND 20",
+			"DELETE FROM rg WHERE id BETWEEN 1 AND 2 AND v > 0",
+		} {
+			if err := tryExec(b, q); err != nil {
+				t.Fatalf("%s while A holds rows 5..10: %s", q, errDesc(err))
+			}
+		}
+		ch := goExec(b, "DELETE FROM rg WHERE id BETWEEN 10 AND 11")
+		mustBlock(t, ch, "B's DELETE of a range overlapping A's")
+		xexec(t, a, "COMMIT")
+		if o := await(t, ch, "B's DELETE"); o.err != nil {
+			t.Fatalf("B's DELETE after A's commit: %s", errDesc(o.err))
+		}
+		want := []int64{3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 18}
+		if got := qInts(t, db, "SELECT id FROM rg ORDER BY id"); !equalInts(got, want) {
+			t.Fatalf("ids = %v, want %v", got, want)
+		}
+		if s := qInt(t, db, "SELECT SUM(v) FROM rg WHERE id BETWEEN 5 AND 9"); s != 5*(5+9)*10/2+5 {
+			t.Fatalf("sum of v over 5..9 = %d, want %d", s, 5*(5+9)*10/2+5)
+		}
+	})
+
 	t.Run("SelectForUpdateBlocksUpdate", func(t *testing.T) {
 		kv(t, "fu", 1)
 		a, b := conn(t, db), conn(t, db)
