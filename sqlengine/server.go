@@ -88,6 +88,7 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 		AddPostAnalyzeRule(fixGroupConcatID, fixGroupConcat).
 		AddOverrides(sql.EngineOverrides{CostedIndexScanExpressionFilter: betweenAsRange{}}).Build()
 	groupByChecksColumnsOnly(a)
+	a.ExecBuilder.PriorityBuilder = explainBuilder{}
 	e := sqle.New(a, &sqle.Config{VersionPostfix: "Certus"})
 	a.Catalog.InfoSchema = withVarTables(a.Catalog.InfoSchema)
 	if cluster != nil {
