@@ -607,7 +607,12 @@ func (p *fastPlan) planAggregate(st *fastsql.Statement, col func(string) int) (*
 	}
 	p.types = []sql.Type{p.agg.Type(nil)}
 	if st.Agg == "SUM" || st.Agg == "AVG" {
-		p.types[0] = types.Float64 // as go-mysql-server's planbuilder types them
+		// as the general path types them: DECIMAL for an exact argument
+		// (exactSums), else DOUBLE as go-mysql-server's planbuilder does
+		p.types[0] = types.Float64
+		if a := newExactAgg(nil, p.agg.(aggFunc)); a != nil {
+			p.agg, p.types[0] = a, a.typ
+		}
 	}
 	return p, nil
 }

@@ -86,6 +86,7 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 	}
 	a := analyzer.NewBuilder(p).RemoveOnceAfterRule(ruleID(analyzer.OnceAfterDefault, "replaceAgg")).
 		AddPostAnalyzeRule(fixGroupConcatID, fixGroupConcat).
+		AddPostAnalyzeRule(exactSumsID, exactSums).
 		AddOverrides(sql.EngineOverrides{CostedIndexScanExpressionFilter: betweenAsRange{}}).Build()
 	groupByChecksColumnsOnly(a)
 	a.ExecBuilder.PriorityBuilder = explainBuilder{}
@@ -97,9 +98,11 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 	return e
 }
 
-// fixGroupConcatID names the rule fixGroupConcat (an id outside
-// go-mysql-server's own).
-const fixGroupConcatID analyzer.RuleId = -1
+// The ids of Certus's analyzer rules, outside go-mysql-server's own.
+const (
+	fixGroupConcatID analyzer.RuleId = -1 - iota
+	exactSumsID
+)
 
 // ruleID finds an analyzer rule of rules by name. Rules removed from the
 // analyzer:

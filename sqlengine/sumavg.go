@@ -1,0 +1,210 @@
+package sqlengine
+
+import (
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/analyzer"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function/aggregation"
+	"github.com/dolthub/go-mysql-server/sql/plan"
+	"github.com/dolthub/go-mysql-server/sql/transform"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+	"github.com/shopspring/decimal"
+)
+
+// aggFunc is what go-mysql-server's SUM and AVG are.
+type aggFunc interface {
+	sql.Aggregation
+	sql.FunctionExpression
+}
+
+// exactAgg is SUM or AVG of an exact numeric (integer or DECIMAL)
+// argument, as MySQL computes them: exactly, in DECIMAL, typed
+// DECIMAL(p+22, s) for SUM and DECIMAL(p+4, s+4) for AVG (the 4 of
+// div_precision_increment) for an argument of precision p and scale s.
+// go-mysql-server types both DOUBLE and sums integers in float64, so a
+// sum of DECIMAL money came back as a float, and a prepared SUM of
+// integers as a binary DOUBLE that database/sql cannot scan into an int64
+// once it prints as 1e+06. SUM and AVG of approximate (FLOAT, DOUBLE) or
+// other arguments stay DOUBLE, as in MySQL. Window forms are left as
+// go-mysql-server has them.
+type exactAgg struct {
+	aggFunc
+	avg bool
+	typ sql.Type
+}
+
+var _ sql.Aggregation = (*exactAgg)(nil)
+
+// newExactAgg wraps a SUM or AVG of an exact argument; nil for another.
+func newExactAgg(ctx *sql.Context, a aggFunc) *exactAgg {
+	_, avg := a.(*aggregation.Avg)
+	if _, sum := a.(*aggregation.Sum); !sum && !avg || a.Window() != nil {
+		return nil
+	}
+	typ := exactAggType(a.Children()[0].Type(ctx), avg)
+	if typ == nil {
+		return nil
+	}
+	return &exactAgg{aggFunc: a, avg: avg, typ: typ}
+}
+
+// exactAggType is the DECIMAL type MySQL gives SUM (or AVG) of argument
+// type t; nil when t is not exact.
+func exactAggType(t sql.Type, avg bool) sql.Type {
+	var prec, scale int
+	switch {
+	case types.IsDecimal(t):
+		d := t.(sql.DecimalType)
+		prec, scale = int(d.Precision()), int(d.Scale())
+	case isIntegerType(t):
+		prec = map[querypb.Type]int{
+			sqltypes.Int8: 4, sqltypes.Uint8: 3, sqltypes.Int16: 6, sqltypes.Uint16: 5,
+			sqltypes.Int24: 9, sqltypes.Uint24: 8, sqltypes.Int32: 11, sqltypes.Uint32: 10,
+			sqltypes.Int64: 20, sqltypes.Uint64: 20,
+		}[t.Type()]
+	default:
+		return nil
+	}
+	if avg {
+		prec, scale = prec+4, scale+4
+	} else {
+		prec += 22
+	}
+	return types.MustCreateDecimalType(uint8(min(prec, types.DecimalTypeMaxPrecision)), uint8(min(scale, types.DecimalTypeMaxScale)))
+}
+
+// Type implements sql.Expression.
+func (a *exactAgg) Type(*sql.Context) sql.Type { return a.typ }
+
+// DebugString implements sql.DebugStringer.
+func (a *exactAgg) DebugString(ctx *sql.Context) string { return sql.DebugString(ctx, a.aggFunc) }
+
+// WithChildren implements sql.Expression.
+func (a *exactAgg) WithChildren(ctx *sql.Context, children ...sql.Expression) (sql.Expression, error) {
+	e, err := a.aggFunc.WithChildren(ctx, children...)
+	if err != nil {
+		return nil, err
+	}
+	inner := e.(aggFunc).WithId(a.Id()).(aggFunc)
+	if n := newExactAgg(ctx, inner); n != nil {
+		return n, nil
+	}
+	return inner, nil
+}
+
+// WithId implements sql.IdExpression.
+func (a *exactAgg) WithId(id sql.ColumnId) sql.IdExpression {
+	n := *a
+	n.aggFunc = a.aggFunc.WithId(id).(aggFunc)
+	return &n
+}
+
+// NewBuffer implements sql.Aggregation.
+func (a *exactAgg) NewBuffer(ctx *sql.Context) (sql.AggregationBuffer, error) {
+	// a buffer of its own of the argument's state (SUM(DISTINCT x)'s
+	// values seen), as go-mysql-server's buffers have
+	arg, err := transform.Clone(ctx, a.Children()[0])
+	if err != nil {
+		return nil, err
+	}
+	b := &exactBuffer{arg: arg, avg: a.avg}
+	if a.avg {
+		b.scale = int32(a.typ.(sql.DecimalType).Scale())
+	}
+	return b, nil
+}
+
+// exactBuffer sums one group's values in DECIMAL.
+type exactBuffer struct {
+	arg   sql.Expression
+	sum   decimal.Decimal
+	n     int64
+	avg   bool
+	scale int32 // AVG's result scale
+}
+
+// Update implements sql.AggregationBuffer.
+func (b *exactBuffer) Update(ctx *sql.Context, row sql.Row) error {
+	v, err := b.arg.Eval(ctx, row)
+	if err != nil || v == nil {
+		return err
+	}
+	d, _, err := types.InternalDecimalType.Convert(ctx, v)
+	if err != nil {
+		return err
+	}
+	b.sum = b.sum.Add(d.(decimal.Decimal))
+	b.n++
+	return nil
+}
+
+// Eval implements sql.AggregationBuffer.
+func (b *exactBuffer) Eval(*sql.Context) (any, error) {
+	switch {
+	case b.n == 0:
+		return nil, nil
+	case b.avg:
+		return b.sum.DivRound(decimal.NewFromInt(b.n), b.scale), nil
+	}
+	return b.sum, nil
+}
+
+// Dispose implements sql.AggregationBuffer.
+func (b *exactBuffer) Dispose(ctx *sql.Context) { expression.Dispose(ctx, b.arg) }
+
+// exactSums is an analyzer rule: SUM and AVG of exact arguments become
+// exactAgg, in n and its subqueries, and the references to their results
+// (typed DOUBLE by the planner) take the DECIMAL type.
+func exactSums(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
+	retyped := map[sql.ColumnId]sql.Type{}
+	n, same, err := replaceExactAggs(ctx, n, retyped)
+	if err != nil || len(retyped) == 0 {
+		return n, same, err
+	}
+	n, _, err = retypeAggRefs(ctx, n, retyped)
+	return n, transform.NewTree, err
+}
+
+func replaceExactAggs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Type) (sql.Node, transform.TreeIdentity, error) {
+	return transform.NodeExprsWithOpaque(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		switch e := e.(type) {
+		case aggFunc:
+			if a := newExactAgg(ctx, e); a != nil {
+				if a.Id() != 0 {
+					retyped[a.Id()] = a.typ
+				}
+				return a, transform.NewTree, nil
+			}
+		case *plan.Subquery:
+			q, same, err := replaceExactAggs(ctx, e.Query, retyped)
+			if err != nil || same {
+				return e, transform.SameTree, err
+			}
+			return e.WithQuery(q), transform.NewTree, nil
+		}
+		return e, transform.SameTree, nil
+	})
+}
+
+// retypeAggRefs gives the column references to the aggregates in retyped
+// their new types.
+func retypeAggRefs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Type) (sql.Node, transform.TreeIdentity, error) {
+	return transform.NodeExprsWithOpaque(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		switch e := e.(type) {
+		case *expression.GetField:
+			if t, ok := retyped[e.Id()]; ok && e.Type(ctx) != t {
+				gf := expression.NewGetFieldWithTable(e.Index(), int(e.TableId()), t, e.Database(), e.Table(), e.Name(), e.IsNullable(ctx))
+				return gf.WithId(e.Id()).(*expression.GetField), transform.NewTree, nil
+			}
+		case *plan.Subquery:
+			q, same, err := retypeAggRefs(ctx, e.Query, retyped)
+			if err != nil || same {
+				return e, transform.SameTree, err
+			}
+			return e.WithQuery(q), transform.NewTree, nil
+		}
+		return e, transform.SameTree, nil
+	})
+}

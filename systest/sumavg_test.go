@@ -1,0 +1,74 @@
+package systest
+
+import (
+	"testing"
+)
+
+// TestSumAvgExact checks SUM and AVG as MySQL answers them: exact DECIMAL
+// for integer and DECIMAL arguments (SUM keeps the scale, AVG adds 4),
+// DOUBLE for floating-point ones, NULL over no rows, through the fast path
+// (one aggregate of one table) and the general path (GROUP BY, several
+// aggregates), text and prepared. A prepared SUM of integers once came
+// back as a binary DOUBLE that database/sql cannot scan into an int64
+// when it prints as 1e+06.
+func TestSumAvgExact(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, qty INT, price DECIMAL(10,2), f DOUBLE)")
+	for i := 1; i <= 10; i++ {
+		xexec(t, db, "INSERT INTO t VALUES (?, 100000, 0.10, 0.5)", i)
+	}
+	for _, prepared := range []bool{false, true} {
+		var args []any
+		where := "id > 0"
+		if prepared {
+			where, args = "id > ?", []any{0}
+		}
+		var sum int64
+		if err := db.QueryRowContext(t.Context(), "SELECT SUM(qty) FROM t WHERE "+where, args...).Scan(&sum); err != nil || sum != 1000000 {
+			t.Errorf("SUM(qty) (prepared %v) = %d, %v; want 1000000", prepared, sum, err)
+		}
+		for q, want := range map[string]string{
+			"SELECT SUM(price) FROM t WHERE " + where:                              "1.00",
+			"SELECT AVG(price) FROM t WHERE " + where:                              "0.100000",
+			"SELECT AVG(qty) FROM t WHERE " + where:                                "100000.0000",
+			"SELECT SUM(price) FROM t WHERE id > 100 AND " + where:                 "NULL",
+			"SELECT SUM(price) FROM t WHERE " + where + " GROUP BY id % 2 LIMIT 1": "0.50",
+		} {
+			rows, err := db.QueryContext(t.Context(), q, args...)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			cts, _ := rows.ColumnTypes()
+			var got *string
+			if !rows.Next() {
+				t.Fatalf("%s: no row", q)
+			}
+			if err := rows.Scan(&got); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			rows.Close()
+			s := "NULL"
+			if got != nil {
+				s = *got
+			}
+			if s != want || cts[0].DatabaseTypeName() != "DECIMAL" {
+				t.Errorf("%s (prepared %v) = %s %s, want %s DECIMAL", q, prepared, s, cts[0].DatabaseTypeName(), want)
+			}
+		}
+		rows, err := db.QueryContext(t.Context(), "SELECT SUM(f), AVG(f) FROM t WHERE "+where, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cts, _ := rows.ColumnTypes()
+		for rows.Next() {
+			var s, a float64
+			if err := rows.Scan(&s, &a); err != nil || s != 5 || a != 0.5 {
+				t.Errorf("SUM(f), AVG(f) = %v, %v, %v; want 5, 0.5", s, a, err)
+			}
+		}
+		rows.Close()
+		if cts[0].DatabaseTypeName() != "DOUBLE" || cts[1].DatabaseTypeName() != "DOUBLE" {
+			t.Errorf("SUM(f), AVG(f) types %s, %s; want DOUBLE", cts[0].DatabaseTypeName(), cts[1].DatabaseTypeName())
+		}
+	}
+}
