@@ -126,6 +126,7 @@ type stmtInfo struct {
 	checksum    bool // CHECKSUM TABLE ...
 	do          bool // DO expr [, expr] ...
 	optimize    bool // OPTIMIZE ... TABLE ...
+	check       bool // CHECK TABLE ...
 	// engineStatus: SHOW ENGINE INNODB STATUS (and nothing else)
 	engineStatus bool
 }
@@ -182,6 +183,8 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{nonPrimaryOK: true, do: true}
 	case "OPTIMIZE":
 		return stmtInfo{optimize: true}
+	case "CHECK":
+		return stmtInfo{kind: kindRead, check: true}
 	case "USE", "ROLLBACK", "PREPARE", "DEALLOCATE", "QUIT":
 		return stmtInfo{nonPrimaryOK: true}
 	case "COMMIT":
@@ -560,7 +563,8 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 
 // answer runs the text statements the handler answers itself (FLUSH
 // STATUS, SHOW ENGINE INNODB STATUS, SELECT WSREP_SYNC_WAIT_UPTO_GTID(...),
-// KILL of a user's own connection, CHECKSUM TABLE, DO, OPTIMIZE TABLE, the
+// KILL of a user's own connection, CHECKSUM TABLE, DO, OPTIMIZE TABLE,
+// CHECK TABLE, the
 // fast path's shapes).
 // handled is false when go-mysql-server must run query; fc then learns
 // from its results. track adds the session-state GTID to a commit's OK.
@@ -601,6 +605,11 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 	}
 	if info.optimize {
 		if handled, err := h.optimizeTables(ctx, c, query, out); handled {
+			return nil, true, err
+		}
+	}
+	if info.check {
+		if handled, err := h.checkTables(ctx, c, query, out); handled {
 			return nil, true, err
 		}
 	}

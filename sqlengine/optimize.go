@@ -6,7 +6,6 @@ import (
 
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
-	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 )
 
 // optimizeTables answers OPTIMIZE [NO_WRITE_TO_BINLOG | LOCAL] TABLE t
@@ -26,13 +25,8 @@ func (h *Handler) optimizeTables(ctx context.Context, c *mysql.Conn, query strin
 	if s == nil {
 		return false, nil
 	}
-	text := func(n string) *querypb.Field {
-		return &querypb.Field{Name: n, Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: 255 * 4}
-	}
-	res := &sqltypes.Result{Fields: []*querypb.Field{text("Table"), text("Op"), text("Msg_type"), text("Msg_text")}}
-	row := func(table, typ, msg string) {
-		res.Rows = append(res.Rows, []sqltypes.Value{sqltypes.NewVarChar(table), sqltypes.NewVarChar("optimize"), sqltypes.NewVarChar(typ), sqltypes.NewVarChar(msg)})
-	}
+	res := &sqltypes.Result{Fields: adminFields()}
+	row := func(table, typ, msg string) { res.Rows = append(res.Rows, adminRow(table, "optimize", typ, msg)) }
 	for _, n := range names {
 		db, name, err := h.qualified(c, n)
 		if err != nil {
