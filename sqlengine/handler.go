@@ -115,6 +115,8 @@ type stmtInfo struct {
 	empty        bool // no SQL at all (1065)
 	ddl          bool // CREATE, DROP, ALTER, RENAME, TRUNCATE
 	flushStatus  bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, and nothing else
+	flushLogs    bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] [BINARY | ...] LOGS
+	diagnostics  bool // SHOW ERRORS / SHOW COUNT(*) ...: read the session's conditions
 	// setGlobal: a SET that may assign a global (or persisted) variable,
 	// which needs SUPER or SYSTEM_VARIABLES_ADMIN
 	setGlobal  bool
@@ -159,12 +161,22 @@ func inspect(q string) stmtInfo {
 			info.processList = lx.word() == ""
 		case w == "ENGINE":
 			info.engineStatus = lx.word() == "INNODB" && lx.word() == "STATUS" && lx.word() == ""
+		case w == "ERRORS", w == "COUNT":
+			info.diagnostics = true
 		}
 		return info
 	case "FLUSH":
 		w := lx.word()
 		if w == "LOCAL" || w == "NO_WRITE_TO_BINLOG" {
 			w = lx.word()
+		}
+		switch w {
+		case "BINARY", "ENGINE", "ERROR", "GENERAL", "RELAY", "SLOW":
+			w = lx.word()
+			return stmtInfo{nonPrimaryOK: true, flushLogs: w == "LOGS" && lx.word() == ""}
+		}
+		if w == "LOGS" {
+			return stmtInfo{nonPrimaryOK: true, flushLogs: lx.word() == ""}
 		}
 		return stmtInfo{nonPrimaryOK: true, flushStatus: w == "STATUS" && lx.word() == ""}
 	case "SET":
@@ -343,11 +355,16 @@ func (h *Handler) tracker(c *mysql.Conn) func(r *sqltypes.Result) {
 // autocommit certification failures and the error mapping; exec gets what
 // inspect learned of the statement.
 func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec func(info stmtInfo, called *bool) error) (err error) {
+	s := h.session(c)
+	defer func() {
+		if err != nil && s != nil {
+			recordError(s, ToSQLError(err)) // after recoverPanic made a panic err
+		}
+	}()
 	defer h.recoverPanic(&err)
 	if h.beforeStatement != nil {
 		h.beforeStatement()
 	}
-	s := h.session(c)
 	info := inspect(query)
 	if info.empty {
 		return ErrEmptyQuery
@@ -578,6 +595,14 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 	}
 	if info.engineStatus {
 		return nil, true, h.engineStatus(ctx, h.session(c), out)
+	}
+	if info.flushLogs {
+		return nil, true, h.flushLogs(ctx, h.session(c), out)
+	}
+	if info.diagnostics {
+		if handled, err := h.showDiagnostics(h.session(c), query, out); handled {
+			return nil, true, err
+		}
 	}
 	if info.kind == kindRead {
 		if handled, err := h.syncUpto(ctx, h.session(c), query, out); handled {

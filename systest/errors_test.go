@@ -167,3 +167,64 @@ func TestFailedAutocommitLeavesNoTransaction(t *testing.T) {
 		})
 	}
 }
+
+// TestDiagnosticsArea checks that a failed statement leaves its error as
+// the session's condition, as MySQL does: SHOW WARNINGS and SHOW ERRORS
+// list it, SHOW COUNT(*) ERRORS counts it, and the next statement clears
+// it. FLUSH LOGS (mysqldump --flush-logs) is accepted with RELOAD.
+func TestDiagnosticsArea(t *testing.T) {
+	n, db := startNode(t, "n1", "d1")
+	c := conn(t, db)
+	conditions := func(q string) []string {
+		t.Helper()
+		rs, err := c.QueryContext(t.Context(), q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rs.Close()
+		var out []string
+		for rs.Next() {
+			var level, msg string
+			var code int
+			if err := rs.Scan(&level, &code, &msg); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s %d", level, code))
+		}
+		return out
+	}
+	if err := tryExec(c, "SELECT * FROM nope"); err == nil {
+		t.Fatal("SELECT from a missing table succeeded")
+	}
+	for _, q := range []string{"SHOW WARNINGS", "SHOW ERRORS", "SHOW ERRORS LIMIT 1", "SHOW ERRORS LIMIT 0, 5"} {
+		if got := conditions(q); len(got) != 1 || got[0] != "Error 1146" {
+			t.Errorf("%s after a failed SELECT = %v, want [Error 1146]", q, got)
+		}
+	}
+	if got := conditions("SHOW ERRORS LIMIT 1, 5"); len(got) != 0 {
+		t.Errorf("SHOW ERRORS LIMIT 1, 5 = %v, want none", got)
+	}
+	if n := qInt(t, c, "SHOW COUNT(*) ERRORS"); n != 1 {
+		t.Errorf("SHOW COUNT(*) ERRORS = %d, want 1", n)
+	}
+	xexec(t, c, "SELECT 1/0")
+	if got := conditions("SHOW WARNINGS"); len(got) != 1 || got[0] != "Warning 1365" {
+		t.Errorf("SHOW WARNINGS after 1/0 = %v, want [Warning 1365]", got)
+	}
+	if n := qInt(t, c, "SHOW COUNT(*) ERRORS"); n != 0 {
+		t.Errorf("SHOW COUNT(*) ERRORS after 1/0 = %d, want 0", n)
+	}
+	if n := qInt(t, c, "SHOW COUNT(*) WARNINGS"); n != 1 {
+		t.Errorf("SHOW COUNT(*) WARNINGS after 1/0 = %d, want 1", n)
+	}
+	for _, q := range []string{"FLUSH LOGS", "FLUSH BINARY LOGS", "FLUSH LOCAL ERROR LOGS"} {
+		xexec(t, c, q)
+	}
+	xexec(t, db, "CREATE USER 'plain'@'%' IDENTIFIED BY 'pw'")
+	plain, err := sql.Open("mysql", "plain:pw@tcp("+n.SQLAddr+")/?timeout=5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	wantErr(t, tryExec(plain, "FLUSH LOGS"), 1227, "42000")
+}

@@ -1,0 +1,99 @@
+package sqlengine
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+)
+
+// The diagnostics area, as MySQL keeps it: a statement that fails leaves
+// its error as the session's one condition, so SHOW WARNINGS and SHOW
+// ERRORS show it (go-mysql-server kept the conditions of the statement
+// before). SHOW ERRORS and SHOW COUNT(*) ERRORS | WARNINGS, which
+// go-mysql-server does not support, are answered from the session's
+// conditions.
+
+// recordError makes se the session's one condition, level Error.
+func recordError(s *Session, se *mysql.SQLError) {
+	s.ClearWarnings()
+	s.Warn(&sql.Warning{Level: "Error", Code: se.Number(), Message: se.Message})
+}
+
+var (
+	showErrorsRe = regexp.MustCompile(`(?is)^\s*SHOW\s+ERRORS(?:\s+LIMIT\s+(\d+)(?:\s*,\s*(\d+))?)?\s*;?\s*$`)
+	showCountRe  = regexp.MustCompile(`(?is)^\s*SHOW\s+COUNT\s*\(\s*\*\s*\)\s+(ERRORS|WARNINGS)\s*;?\s*$`)
+)
+
+// showDiagnostics answers SHOW ERRORS [LIMIT [offset,] n] and SHOW
+// COUNT(*) ERRORS | WARNINGS; handled is false for another statement.
+func (h *Handler) showDiagnostics(s *Session, query string, out func(*sqltypes.Result) error) (handled bool, err error) {
+	if s == nil {
+		return false, nil
+	}
+	if m := showCountRe.FindStringSubmatch(query); m != nil {
+		errs := strings.EqualFold(m[1], "ERRORS")
+		n, name := 0, "@@session.warning_count"
+		if errs {
+			name = "@@session.error_count"
+		}
+		for _, w := range s.Warnings() {
+			if !errs || w.Level == "Error" {
+				n++
+			}
+		}
+		return true, out(&sqltypes.Result{
+			Fields: []*querypb.Field{{Name: name, Type: querypb.Type_INT64, Charset: mysql.CharacterSetBinary, ColumnLength: 21}},
+			Rows:   [][]sqltypes.Value{{sqltypes.NewInt64(int64(n))}},
+		})
+	}
+	m := showErrorsRe.FindStringSubmatch(query)
+	if m == nil {
+		return false, nil
+	}
+	offset, limit := 0, -1 // LIMIT n, or LIMIT offset, n
+	switch {
+	case m[2] != "":
+		offset, _ = strconv.Atoi(m[1])
+		limit, _ = strconv.Atoi(m[2])
+	case m[1] != "":
+		limit, _ = strconv.Atoi(m[1])
+	}
+	res := &sqltypes.Result{Fields: []*querypb.Field{
+		{Name: "Level", Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: 7 * 4},
+		{Name: "Code", Type: querypb.Type_UINT32, Charset: mysql.CharacterSetBinary, ColumnLength: 4, Flags: uint32(querypb.MySqlFlag_UNSIGNED_FLAG)},
+		{Name: "Message", Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: 512 * 4},
+	}}
+	// Warnings lists the most recent first; MySQL lists in order
+	ws := s.Warnings()
+	k := 0
+	for i := len(ws) - 1; i >= 0; i-- {
+		w := ws[i]
+		if w.Level != "Error" {
+			continue
+		}
+		if k++; k <= offset || limit >= 0 && len(res.Rows) >= limit {
+			continue
+		}
+		res.Rows = append(res.Rows, []sqltypes.Value{sqltypes.NewVarChar(w.Level),
+			sqltypes.NewUint32(uint32(w.Code)), sqltypes.NewVarChar(w.Message)})
+	}
+	return true, out(res)
+}
+
+// flushLogs answers FLUSH [LOCAL | NO_WRITE_TO_BINLOG] [BINARY | ENGINE |
+// ERROR | GENERAL | RELAY | SLOW] LOGS, which backup scripts (mysqldump
+// --flush-logs) send: Certus writes no binary, relay, general or slow log,
+// and its own log goes to standard error, so there is nothing to close
+// and reopen. As in MySQL, it needs the RELOAD privilege.
+func (h *Handler) flushLogs(ctx context.Context, s *Session, out func(*sqltypes.Result) error) error {
+	if !h.holds(ctx, s, sql.PrivilegeType_Reload) {
+		return ErrReloadDenied
+	}
+	return out(&sqltypes.Result{})
+}
