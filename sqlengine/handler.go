@@ -129,6 +129,7 @@ type stmtInfo struct {
 	do          bool // DO expr [, expr] ...
 	optimize    bool // OPTIMIZE ... TABLE ...
 	check       bool // CHECK TABLE ...
+	password    bool // SET PASSWORD ..., ALTER USER ...
 	// engineStatus: SHOW ENGINE INNODB STATUS (and nothing else)
 	engineStatus bool
 }
@@ -181,6 +182,9 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{nonPrimaryOK: true, flushStatus: w == "STATUS" && lx.word() == ""}
 	case "SET":
 		info := stmtInfo{nonPrimaryOK: true, set: true}
+		if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q[lx.i:])), "PASSWORD") {
+			return stmtInfo{password: true}
+		}
 		for w := lx.word(); w != ""; w = lx.word() {
 			if w == "GLOBAL" || w == "PERSIST" || w == "PERSIST_ONLY" {
 				info.setGlobal = true
@@ -203,7 +207,9 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{commit: true}
 	case "DROP":
 		return stmtInfo{drop: true, ddl: true}
-	case "CREATE", "ALTER", "RENAME", "TRUNCATE":
+	case "ALTER":
+		return stmtInfo{ddl: true, password: lx.word() == "USER"}
+	case "CREATE", "RENAME", "TRUNCATE":
 		return stmtInfo{ddl: true}
 	case "":
 		return stmtInfo{nonPrimaryOK: true, empty: isEmptyQuery(q)}
@@ -635,6 +641,11 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 	}
 	if info.check {
 		if handled, err := h.checkTables(ctx, c, query, out); handled {
+			return nil, true, err
+		}
+	}
+	if info.password {
+		if handled, err := h.changePassword(ctx, c, query, out); handled {
 			return nil, true, err
 		}
 	}

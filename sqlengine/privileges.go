@@ -187,14 +187,27 @@ func (h *Handler) ownGrants(ctx context.Context, s *Session, query string) (rest
 	if !ok || (g.For != nil && !g.CurrentUser) || len(g.Using) > 0 {
 		return restore
 	}
+	return h.widen(ctx, s, func(own mysql_db.PrivilegeSet) bool {
+		if own.Database("mysql").Has(sql.PrivilegeType_Select) || own.Has(sql.PrivilegeType_Select) {
+			return false
+		}
+		own.AddDatabase("mysql", sql.PrivilegeType_Select)
+		return true
+	})
+}
+
+// widen gives the session, for one statement Certus lets a user run on
+// its own account, a copy of its privilege set that grant adds to (grant
+// returns false when nothing needs adding); the returned function puts the
+// user's own set back.
+func (h *Handler) widen(ctx context.Context, s *Session, grant func(mysql_db.PrivilegeSet) bool) (restore func()) {
 	sctx := sql.NewContext(ctx, sql.WithSession(s))
 	own := h.users.UserActivePrivilegeSet(sctx) // caches own and its version in s
-	if own.Database("mysql").Has(sql.PrivilegeType_Select) || own.Has(sql.PrivilegeType_Select) {
-		return restore
+	wider := own.Copy()
+	if !grant(wider) {
+		return func() {}
 	}
 	cached, version := s.GetPrivilegeSet()
-	wider := own.Copy()
-	wider.AddDatabase("mysql", sql.PrivilegeType_Select)
 	s.SetPrivilegeSet(wider, version)
 	return func() { s.SetPrivilegeSet(cached, version) }
 }

@@ -169,6 +169,31 @@ func TestUsersReplicate(t *testing.T) {
 	login(c.Nodes[2], "pw1", 1045)
 	login(c.Nodes[2], "pw2", 0)
 
+	// a user changes its own password without privileges, in each of
+	// MySQL's forms, and the change reaches the other nodes; another
+	// account's password needs CREATE USER
+	mustExec(t, root, "CREATE USER bob IDENTIFIED BY 'b'")
+	for i, q := range []string{
+		"SET PASSWORD = 'own1'",
+		"SET PASSWORD FOR CURRENT_USER() = 'own2'",
+		"ALTER USER USER() IDENTIFIED BY 'own3'",
+		"ALTER USER CURRENT_USER IDENTIFIED BY 'pw2'",
+	} {
+		before := []string{"pw2", "own1", "own2", "own3"}[i]
+		mustExec(t, open(c.Nodes[2], before), q)
+		after := []string{"own1", "own2", "own3", "pw2"}[i]
+		login(c.Nodes[1], after, 0)
+		login(c.Nodes[1], before, 1045)
+	}
+	app1 := open(c.Nodes[1], "pw2")
+	wantErr(t, tryExec(app1, "SET PASSWORD FOR bob = 'x'"), 1227, "42000")
+	// only the password: not another account in the same statement
+	if err := tryExec(app1, "ALTER USER USER() IDENTIFIED BY 'pw2', bob IDENTIFIED BY 'x'"); err == nil {
+		t.Fatal("ALTER USER USER() with a second account succeeded")
+	}
+	mustExec(t, root, "SET PASSWORD FOR bob = 'b2'")
+	mustExec(t, root, "DROP USER bob")
+
 	// a REVOKE reaches a session already logged in on another node
 	s := conn(t, open(c.Nodes[2], "pw2"))
 	xexec(t, s, "INSERT INTO t VALUES (2, 2)")
