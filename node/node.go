@@ -258,7 +258,7 @@ func (n *Node) start() error {
 			ClusterAddress:  "certus://" + strings.Join(cfg.Join, ","),
 			ProviderOptions: n.opts.String(), SetProviderOptions: n.setProviderOptions,
 			ApplierThreads: cfg.ApplierThreads, SetApplierThreads: n.Repl.SetApplierThreads,
-			SetMaintenance: n.setMaintenance,
+			SetMaintenance: n.setMaintenance, SyncCommit: cfg.SyncCommit,
 		},
 		Status: n.WsrepStatus,
 		Logger: n.log,

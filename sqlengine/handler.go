@@ -421,6 +421,9 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 		if se.Number() == erTableAccessDenied {
 			se = deniedDetail(query, se)
 		}
+		if s != nil {
+			se = withMySQLMessage(se, s.GetCurrentDatabase(), query)
+		}
 		return se
 	}
 }
@@ -516,7 +519,10 @@ func (h *Handler) ConnectionAborted(c *mysql.Conn, reason string) error {
 // ComInitDB implements mysql.Handler.
 func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 	defer h.recoverPanic(&err)
-	return ToSQLErrorOrNil(h.inner.ComInitDB(c, schemaName))
+	if err := h.inner.ComInitDB(c, schemaName); err != nil {
+		return withMySQLMessage(ToSQLError(err), "", "")
+	}
+	return nil
 }
 
 // ComQuery implements mysql.Handler.

@@ -33,6 +33,9 @@ type NodeInfo struct {
 	// wsrep_reject_queries and wsrep_sst_donor_rejects_queries. Nil:
 	// nothing to tell.
 	SetMaintenance func(Maintenance)
+	// SyncCommit: the log is fsynced before a commit is acknowledged
+	// (innodb_flush_log_at_trx_commit reads 1, else 2).
+	SyncCommit bool
 }
 
 // Maintenance is what an operator set to take a node out of service.
@@ -193,6 +196,10 @@ func RegisterSystemVariables(info NodeInfo) {
 		// InnoDB row locks are real here, so its timeout is too.
 		integer("innodb_lock_wait_timeout", 1, 1073741824, 50, both),
 		integer("innodb_autoinc_lock_mode", 0, 2, 2, global),
+		// the node's --sync-commit, as InnoDB's durability setting reads:
+		// 1 flushes at every commit, 2 leaves it to the OS
+		&sql.MysqlSystemVariable{Name: "innodb_flush_log_at_trx_commit", Scope: global,
+			Type: types.NewSystemIntType("innodb_flush_log_at_trx_commit", 0, 2, false), Default: flushAtCommit(info.SyncCommit)},
 		str("default_storage_engine", "InnoDB", both, true),
 		str("version_comment", "Certus", global, false), // go-mysql-server says "Dolt"
 		collationVar("collation_server"),
@@ -313,4 +320,13 @@ func SortedKeys(m map[string]interface{}) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// flushAtCommit is innodb_flush_log_at_trx_commit for a node that does
+// (1) or does not (2) fsync its log at every commit.
+func flushAtCommit(sync bool) int64 {
+	if sync {
+		return 1
+	}
+	return 2
 }

@@ -228,3 +228,32 @@ func TestDiagnosticsArea(t *testing.T) {
 	defer plain.Close()
 	wantErr(t, tryExec(plain, "FLUSH LOGS"), 1227, "42000")
 }
+
+// TestErrorMessages checks MySQL's text for the errors users meet most,
+// where go-mysql-server has its own ("table not found: t").
+func TestErrorMessages(t *testing.T) {
+	n, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+	for q, want := range map[string]string{
+		"SELECT * FROM nope":             "Error 1146 (42S02): Table 'd1.nope' doesn't exist",
+		"SELECT * FROM other.nope":       "Error 1146 (42S02): Table 'other.nope' doesn't exist",
+		"DROP TABLE nope":                "Error 1051 (42S02): Unknown table 'd1.nope'",
+		"CREATE TABLE t (id INT)":        "Error 1050 (42S01): Table 't' already exists",
+		"CREATE DATABASE d1":             "Error 1007 (HY000): Can't create database 'd1'; database exists",
+		"ALTER TABLE t ADD COLUMN a INT": "Error 1060 (42S21): Duplicate column name 'a'",
+		"CREATE TABLE u (a INT, a INT)":  "Error 1060 (42S21): Duplicate column name 'a'",
+		"SELECT * FROM nodb.t":           "Error 1146 (42S02): Table 'nodb.t' doesn't exist",
+	} {
+		if err := tryExec(db, q); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %s", q, err, want)
+		}
+	}
+	other, err := sql.Open("mysql", n.DSN("nodb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Ping(); err == nil || err.Error() != "Error 1049 (42000): Unknown database 'nodb'" {
+		t.Errorf("connecting to a missing database: %v", err)
+	}
+}

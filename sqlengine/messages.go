@@ -1,0 +1,105 @@
+package sqlengine
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/dolthub/vitess/go/mysql"
+)
+
+// mysqlMessages rewrites go-mysql-server's texts of the errors a user
+// meets most into MySQL's, by code: the code and SQLSTATE were already
+// MySQL's, the text was not ("table not found: t" for "Table 'db.t'
+// doesn't exist"). Each rewrite takes the name from go-mysql-server's
+// text; $db stands for the database a bare table name is in.
+var mysqlMessages = []struct {
+	code int
+	re   *regexp.Regexp
+	repl string
+}{
+	{mysql.ERNoSuchTable, regexp.MustCompile(`^table not found: (.+)$`), "Table '$db$1' doesn't exist"},
+	{mysql.ERBadTable, regexp.MustCompile(`^table not found: (.+)$`), "Unknown table '$db$1'"},
+	{mysql.ERBadDb, regexp.MustCompile(`^database not found: (.+)$`), "Unknown database '$1'"},
+	{mysql.ERTableExists, regexp.MustCompile(`^table with name (.+) already exists$`), "Table '$1' already exists"},
+	{mysql.ERDbCreateExists, regexp.MustCompile(`^can't create database (.+); database exists$`), "Can't create database '$1'; database exists"},
+	{mysql.ERDupFieldName, regexp.MustCompile("^duplicate column name: `(.+)`$"), "Duplicate column name '$1'"},
+	{mysql.ERDupFieldName, regexp.MustCompile(`^Column "(.+)" already exists$`), "Duplicate column name '$1'"},
+}
+
+var (
+	// dmlRe matches the statements that read or write rows: MySQL reports
+	// a table of a database that does not exist as a missing table (1146)
+	dmlRe        = regexp.MustCompile(`(?is)^\s*(?:\(\s*)*(SELECT|INSERT|UPDATE|DELETE|REPLACE|WITH|TABLE)\b`)
+	dbNotFoundRe = regexp.MustCompile(`^database not found: (.+)$`)
+	// qualifiedRe is a qualified name, db.table (or table.column)
+	qualifiedRe = regexp.MustCompile("(?:`([^`]+)`|([A-Za-z0-9_$]+))\\s*\\.\\s*(?:`([^`]+)`|([A-Za-z0-9_$]+))")
+)
+
+// withMySQLMessage returns se with MySQL's text when it is one of
+// mysqlMessages; db is the session's current database, query the
+// statement (a table it names with a database is in that one).
+func withMySQLMessage(se *mysql.SQLError, db, query string) *mysql.SQLError {
+	if se.Number() == mysql.ERBadDb && dmlRe.MatchString(query) {
+		if m := dbNotFoundRe.FindStringSubmatch(se.Message); m != nil {
+			for _, n := range qualifiedNames(query) {
+				if strings.EqualFold(n[0], m[1]) {
+					return mysql.NewSQLError(mysql.ERNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", m[1], n[1])
+				}
+			}
+		}
+	}
+	for _, m := range mysqlMessages {
+		if m.code != se.Number() {
+			continue
+		}
+		sub := m.re.FindStringSubmatch(se.Message)
+		if sub == nil {
+			continue
+		}
+		prefix := ""
+		if !strings.Contains(sub[1], ".") {
+			for _, n := range qualifiedNames(query) {
+				if strings.EqualFold(n[1], sub[1]) {
+					db = n[0]
+					break
+				}
+			}
+			if db != "" {
+				prefix = db + "."
+			}
+		}
+		msg := strings.ReplaceAll(m.repl, "$db", prefix)
+		msg = strings.ReplaceAll(msg, "$1", sub[1])
+		return mysql.NewSQLError(se.Number(), se.SQLState(), "%s", msg)
+	}
+	return se
+}
+
+// qualifiedNames are the qualified names (db.table) in query, outside its
+// string literals.
+func qualifiedNames(query string) [][2]string {
+	var out [][2]string
+	for _, m := range qualifiedRe.FindAllStringSubmatch(stripLiterals(query), -1) {
+		out = append(out, [2]string{m[1] + m[2], m[3] + m[4]})
+	}
+	return out
+}
+
+// stripLiterals blanks the quoted strings ('...' and "...") of query.
+func stripLiterals(query string) string {
+	b := []byte(query)
+	for i := 0; i < len(b); i++ {
+		q := b[i]
+		if q != '\'' && q != '"' {
+			continue
+		}
+		for i++; i < len(b) && b[i] != q; i++ {
+			if b[i] == '\\' && i+1 < len(b) {
+				b[i] = ' '
+				i++
+			}
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
