@@ -116,7 +116,16 @@ func appendValue(ctx context.Context, dst []byte, v any) ([]byte, error) {
 	case types.GeometryValue:
 		return appendBytes(append(dst, tGeometry), x.Serialize()), nil
 	case sql.JSONWrapper:
-		b, err := types.MarshallJson(ctx, x)
+		// stored as MySQL prints JSON ({"a": 1, "b": [1, 2]}), since
+		// reads pass the stored bytes through to the client; a document
+		// read from storage keeps its bytes
+		var b []byte
+		var err error
+		if _, stored := x.(types.JSONBytes); stored {
+			b, err = types.MarshallJson(ctx, x)
+		} else {
+			b, err = types.JsonToMySqlBytes(ctx, x)
+		}
 		if err != nil {
 			return nil, err
 		}
