@@ -140,6 +140,7 @@ var kindCodes = buildKindCodes([]struct {
 	{sql.ErrDuplicateKey, mysql.ERDupKeyName, "42000"},
 	{sql.ErrDuplicateColumn, mysql.ERDupFieldName, "42S21"},
 	{sql.ErrColumnExists, mysql.ERDupFieldName, "42S21"},
+	{sql.ErrStoredProcedureDoesNotExist, mysql.ERSPDoesNotExist, "42000"},
 	{sql.ErrIndexNotFound, mysql.ERCantDropFieldOrKey, "42000"},
 	{sql.ErrInsertIntoNonNullableProvidedNull, mysql.ERBadNullError, "23000"},
 	{sql.ErrPrivilegeCheckFailed, erTableAccessDenied, "42000"},

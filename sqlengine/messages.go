@@ -24,6 +24,7 @@ var mysqlMessages = []struct {
 	{mysql.ERDbCreateExists, regexp.MustCompile(`^can't create database (.+); database exists$`), "Can't create database '$1'; database exists"},
 	{mysql.ERDupFieldName, regexp.MustCompile("^duplicate column name: `(.+)`$"), "Duplicate column name '$1'"},
 	{mysql.ERDupFieldName, regexp.MustCompile(`^Column "(.+)" already exists$`), "Duplicate column name '$1'"},
+	{mysql.ERSPDoesNotExist, regexp.MustCompile(`^stored procedure "(.+)" does not exist$`), "PROCEDURE $db$1 does not exist"},
 }
 
 var (

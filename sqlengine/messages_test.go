@@ -25,6 +25,7 @@ func TestWithMySQLMessage(t *testing.T) {
 		{1060, `Column "a" already exists`, "d1", "ALTER TABLE t ADD a INT", "Duplicate column name 'a'"},
 		{1146, "Table 'd1.t' doesn't exist", "d1", "SELECT * FROM t", "Table 'd1.t' doesn't exist"},
 		{1064, "table not found: t", "d1", "x", "table not found: t"},
+		{1305, `stored procedure "nope" does not exist`, "d1", "CALL nope()", "PROCEDURE d1.nope does not exist"},
 		{1146, "table not found: nope", "d1", "SELECT * FROM nope WHERE e = 'x.nope'", "Table 'd1.nope' doesn't exist"},
 		{1049, "database not found: nodb", "d1", "SELECT * FROM nodb.t", "Table 'nodb.t' doesn't exist"},
 		{1049, "database not found: nodb", "d1", "SHOW TABLES FROM nodb", "Unknown database 'nodb'"},

@@ -242,6 +242,7 @@ func TestErrorMessages(t *testing.T) {
 		"CREATE DATABASE d1":             "Error 1007 (HY000): Can't create database 'd1'; database exists",
 		"ALTER TABLE t ADD COLUMN a INT": "Error 1060 (42S21): Duplicate column name 'a'",
 		"CREATE TABLE u (a INT, a INT)":  "Error 1060 (42S21): Duplicate column name 'a'",
+		"CALL nope()":                    "Error 1305 (42000): PROCEDURE d1.nope does not exist",
 		"SELECT * FROM nodb.t":           "Error 1146 (42S02): Table 'nodb.t' doesn't exist",
 	} {
 		if err := tryExec(db, q); err == nil || err.Error() != want {
