@@ -11,6 +11,7 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	"github.com/shopspring/decimal"
+	"math"
 )
 
 // aggFunc is what go-mysql-server's SUM and AVG are.
@@ -116,10 +117,13 @@ func (a *exactAgg) NewBuffer(ctx *sql.Context) (sql.AggregationBuffer, error) {
 	return b, nil
 }
 
-// exactBuffer sums one group's values in DECIMAL.
+// exactBuffer sums one group's values exactly: integers in an int64
+// while they fit (a DECIMAL addition costs ten times as much), everything
+// else, and integers past int64, in DECIMAL.
 type exactBuffer struct {
 	arg   sql.Expression
-	sum   decimal.Decimal
+	isum  int64           // the integers added
+	dsum  decimal.Decimal // the other values, and integer sums moved out of isum
 	n     int64
 	avg   bool
 	scale int32 // AVG's result scale
@@ -131,24 +135,57 @@ func (b *exactBuffer) Update(ctx *sql.Context, row sql.Row) error {
 	if err != nil || v == nil {
 		return err
 	}
+	b.n++
+	if i, ok := smallInt(v); ok {
+		if s := b.isum + i; (s > b.isum) == (i > 0) || i == 0 {
+			b.isum = s
+			return nil
+		}
+		b.dsum = b.dsum.Add(decimal.NewFromInt(b.isum)) // would overflow
+		b.isum = i
+		return nil
+	}
 	d, _, err := types.InternalDecimalType.Convert(ctx, v)
 	if err != nil {
 		return err
 	}
-	b.sum = b.sum.Add(d.(decimal.Decimal))
-	b.n++
+	b.dsum = b.dsum.Add(d.(decimal.Decimal))
 	return nil
+}
+
+// smallInt is v as an int64 when it is an integer that fits one.
+func smallInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case uint64:
+		return int64(x), x <= math.MaxInt64
+	}
+	return 0, false
 }
 
 // Eval implements sql.AggregationBuffer.
 func (b *exactBuffer) Eval(*sql.Context) (any, error) {
-	switch {
-	case b.n == 0:
+	if b.n == 0 {
 		return nil, nil
-	case b.avg:
-		return b.sum.DivRound(decimal.NewFromInt(b.n), b.scale), nil
 	}
-	return b.sum, nil
+	sum := b.dsum.Add(decimal.NewFromInt(b.isum))
+	if b.avg {
+		return sum.DivRound(decimal.NewFromInt(b.n), b.scale), nil
+	}
+	return sum, nil
 }
 
 // Dispose implements sql.AggregationBuffer.
