@@ -11,25 +11,20 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 )
 
-// explainBuilder answers EXPLAIN (and DESCRIBE of a statement) with
-// MySQL's tabular output, read from the plan go-mysql-server chose: one
-// row per table access with its access type (const, eq_ref, ref, range,
-// index, ALL), the index and the length of its key used, what the key is
+// explain answers EXPLAIN (and DESCRIBE of a statement) with MySQL's
+// tabular output, read from the plan go-mysql-server chose: one row per
+// table access with its access type (const, eq_ref, ref, range, index,
+// ALL), the index and the length of its key used, what the key is
 // compared with, and the Extra notes (Using where, Using index, Using
 // filesort, Using temporary, Using join buffer). go-mysql-server answers
 // it with one placeholder row whose numeric columns hold the text 'NULL',
 // which drivers that parse numbers (PyMySQL, JDBC) fail on. rows is an
 // estimate from the table's row count, not from index dives. EXPLAIN
 // FORMAT=TREE, EXPLAIN PLAN and EXPLAIN ANALYZE keep go-mysql-server's
-// output. It is the exec builder's priority builder: it builds only
-// DescribeQuery nodes and leaves every other node to go-mysql-server.
-type explainBuilder struct{}
-
-// Build implements sql.NodeExecBuilder.
-func (explainBuilder) Build(ctx *sql.Context, n sql.Node, _ sql.Row) (sql.RowIter, error) {
-	d, ok := n.(*plan.DescribeQuery)
-	if !ok || d.Format.Plan || d.Format.Analyze {
-		return nil, nil
+// output (ok is false for them).
+func explain(ctx *sql.Context, d *plan.DescribeQuery) (iter sql.RowIter, ok bool) {
+	if d.Format.Plan || d.Format.Analyze {
+		return nil, false
 	}
 	x := &explainer{ctx: ctx}
 	x.statement(d.Query())
@@ -37,7 +32,7 @@ func (explainBuilder) Build(ctx *sql.Context, n sql.Node, _ sql.Row) (sql.RowIte
 	for i, r := range x.rows {
 		rows[i] = r.sqlRow()
 	}
-	return sql.RowsToRowIter(rows...), nil
+	return sql.RowsToRowIter(rows...), true
 }
 
 // explainRow is one row of EXPLAIN's output; nil fields are NULL.
