@@ -14,12 +14,19 @@ import (
 // every row of t.
 type betweenAsRange struct{}
 
-// Next implements sql.ExpressionTreeFilter.
+// Next implements sql.ExpressionTreeFilter. It also shows an integer
+// compared with a date as the date it stands for (numericdate.go), so the
+// index ranges hold the rows the filter keeps.
 func (betweenAsRange) Next(e sql.Expression) sql.Expression {
 	if b, ok := e.(*expression.Between); ok {
-		return expression.NewAnd(
+		e = expression.NewAnd(
 			expression.NewGreaterThanOrEqual(b.Val, b.Lower),
 			expression.NewLessThanOrEqual(b.Val, b.Upper))
+	}
+	if _, ok := e.(*expression.And); !ok {
+		if d, same, err := numericDates(sql.NewEmptyContext(), e); err == nil && !same {
+			return d
+		}
 	}
 	return e
 }

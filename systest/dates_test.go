@@ -1,0 +1,54 @@
+package systest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestDateComparedWithNumber compares DATE and DATETIME columns (indexed
+// and not) with integer constants and parameters, as MySQL reads them:
+// the number is a date (YYYYMMDD, YYYYMMDDhhmmss, 0 the zero date), so
+// `WHERE d > 0` finds every dated row. Before, go-mysql-server found none.
+func TestDateComparedWithNumber(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, d DATE, dt DATETIME, u DATE, KEY (d), UNIQUE KEY (u))")
+	for i := 1; i <= 40; i++ {
+		u := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format("2006-01-02")
+		xexec(t, db, fmt.Sprintf("INSERT INTO t VALUES (%d, '2024-01-%02d', '2024-01-%02d 10:00:00', '%s')", i, i%28+1, i%28+1, u))
+	}
+	xexec(t, db, "INSERT INTO t VALUES (100, NULL, NULL, NULL)")
+	for q, want := range map[string]int64{
+		"SELECT COUNT(*) FROM t WHERE d > 0":                           40,
+		"SELECT COUNT(*) FROM t WHERE 0 < dt":                          40,
+		"SELECT COUNT(*) FROM t WHERE d != 0":                          40,
+		"SELECT COUNT(*) FROM t WHERE d = 20240105":                    2,
+		"SELECT COUNT(*) FROM t WHERE d BETWEEN 20240101 AND 20240103": 5,
+		"SELECT COUNT(*) FROM t WHERE dt >= 20240128100000":            1,
+		"SELECT COUNT(*) FROM t WHERE u = 20230205":                    1,
+		"SELECT COUNT(*) FROM t WHERE d > 240101":                      39,
+		"SELECT SUM(d > 20240101) FROM t":                              39,
+	} {
+		for _, prepared := range []bool{false, true} {
+			c := conn(t, db)
+			if !prepared {
+				if got := qInt(t, c, q); got != want {
+					t.Errorf("%s = %d, want %d", q, got, want)
+				}
+				continue
+			}
+			if got := qInt(t, c, "SELECT ("+q+") + ?", 0); got != want {
+				t.Errorf("prepared %s = %d, want %d", q, got, want)
+			}
+		}
+	}
+	if got := qInt(t, db, "SELECT COUNT(*) FROM t WHERE d > ?", 20240125); got != 3 {
+		t.Errorf("d > ? (20240125) = %d, want 3", got)
+	}
+	if n, _ := xexec(t, db, "UPDATE t SET dt = dt + INTERVAL 1 SECOND WHERE d > 0").RowsAffected(); n != 40 {
+		t.Errorf("UPDATE ... WHERE d > 0 changed %d rows, want 40", n)
+	}
+	if n, _ := xexec(t, db, "DELETE FROM t WHERE d < 20240102").RowsAffected(); n != 1 {
+		t.Errorf("DELETE ... WHERE d < 20240102 removed %d rows, want 1", n)
+	}
+}
