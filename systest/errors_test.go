@@ -234,16 +234,19 @@ func TestDiagnosticsArea(t *testing.T) {
 func TestErrorMessages(t *testing.T) {
 	n, db := startNode(t, "n1", "d1")
 	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+	xexec(t, db, "CREATE TABLE dd (id INT PRIMARY KEY, d DATE, UNIQUE KEY d (d))")
+	xexec(t, db, "INSERT INTO dd VALUES (1, '2024-01-05')")
 	for q, want := range map[string]string{
-		"SELECT * FROM nope":             "Error 1146 (42S02): Table 'd1.nope' doesn't exist",
-		"SELECT * FROM other.nope":       "Error 1146 (42S02): Table 'other.nope' doesn't exist",
-		"DROP TABLE nope":                "Error 1051 (42S02): Unknown table 'd1.nope'",
-		"CREATE TABLE t (id INT)":        "Error 1050 (42S01): Table 't' already exists",
-		"CREATE DATABASE d1":             "Error 1007 (HY000): Can't create database 'd1'; database exists",
-		"ALTER TABLE t ADD COLUMN a INT": "Error 1060 (42S21): Duplicate column name 'a'",
-		"CREATE TABLE u (a INT, a INT)":  "Error 1060 (42S21): Duplicate column name 'a'",
-		"CALL nope()":                    "Error 1305 (42000): PROCEDURE d1.nope does not exist",
-		"SELECT * FROM nodb.t":           "Error 1146 (42S02): Table 'nodb.t' doesn't exist",
+		"SELECT * FROM nope":                      "Error 1146 (42S02): Table 'd1.nope' doesn't exist",
+		"SELECT * FROM other.nope":                "Error 1146 (42S02): Table 'other.nope' doesn't exist",
+		"DROP TABLE nope":                         "Error 1051 (42S02): Unknown table 'd1.nope'",
+		"CREATE TABLE t (id INT)":                 "Error 1050 (42S01): Table 't' already exists",
+		"CREATE DATABASE d1":                      "Error 1007 (HY000): Can't create database 'd1'; database exists",
+		"ALTER TABLE t ADD COLUMN a INT":          "Error 1060 (42S21): Duplicate column name 'a'",
+		"CREATE TABLE u (a INT, a INT)":           "Error 1060 (42S21): Duplicate column name 'a'",
+		"INSERT INTO dd VALUES (2, '2024-01-05')": "Error 1062 (23000): Duplicate entry '2024-01-05' for key 'dd.d'",
+		"CALL nope()":                             "Error 1305 (42000): PROCEDURE d1.nope does not exist",
+		"SELECT * FROM nodb.t":                    "Error 1146 (42S02): Table 'nodb.t' doesn't exist",
 	} {
 		if err := tryExec(db, q); err == nil || err.Error() != want {
 			t.Errorf("%s: %v, want %s", q, err, want)

@@ -1084,9 +1084,17 @@ func (e *DuplicateKeyError) Error() string {
 
 func keyString(ti *storage.TableInfo, ords []int, row sql.Row) string {
 	s := ""
+	ctx := sql.NewEmptyContext()
 	for i, o := range ords {
 		if i > 0 {
 			s += "-"
+		}
+		// as the client sees the value ('2024-01-05', not a Go time)
+		if o < len(ti.Types) {
+			if v, err := ti.Types[o].SQL(ctx, nil, row[o]); err == nil {
+				s += v.ToString()
+				continue
+			}
 		}
 		s += fmt.Sprint(row[o])
 	}
