@@ -40,6 +40,9 @@ var (
 // mysqlMessages; db is the session's current database, query the
 // statement (a table it names with a database is in that one).
 func withMySQLMessage(se *mysql.SQLError, db, query string) *mysql.SQLError {
+	if se.Number() == mysql.ERUnknownError && se.Message == "local_infile needs to be set to 1 to use LOCAL" {
+		return mysql.NewSQLError(3948, "42000", "Loading local data is disabled; this must be enabled on both the client and server sides")
+	}
 	if se.Number() == mysql.ERBadDb && dmlRe.MatchString(query) {
 		if m := dbNotFoundRe.FindStringSubmatch(se.Message); m != nil {
 			for _, n := range qualifiedNames(query) {

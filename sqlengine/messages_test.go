@@ -25,6 +25,7 @@ func TestWithMySQLMessage(t *testing.T) {
 		{1060, `Column "a" already exists`, "d1", "ALTER TABLE t ADD a INT", "Duplicate column name 'a'"},
 		{1146, "Table 'd1.t' doesn't exist", "d1", "SELECT * FROM t", "Table 'd1.t' doesn't exist"},
 		{1064, "table not found: t", "d1", "x", "table not found: t"},
+		{1105, "local_infile needs to be set to 1 to use LOCAL", "d1", "LOAD DATA LOCAL INFILE 'f' INTO TABLE t", "Loading local data is disabled; this must be enabled on both the client and server sides"},
 		{1305, `stored procedure "nope" does not exist`, "d1", "CALL nope()", "PROCEDURE d1.nope does not exist"},
 		{1146, "table not found: nope", "d1", "SELECT * FROM nope WHERE e = 'x.nope'", "Table 'd1.nope' doesn't exist"},
 		{1049, "database not found: nodb", "d1", "SELECT * FROM nodb.t", "Table 'nodb.t' doesn't exist"},
@@ -32,8 +33,11 @@ func TestWithMySQLMessage(t *testing.T) {
 	} {
 		got := withMySQLMessage(mysql.NewSQLError(tc.code, "42S02", "%s", tc.msg), tc.db, tc.q)
 		code := tc.code
-		if tc.code == 1049 && tc.want[0] == 'T' {
+		switch {
+		case tc.code == 1049 && tc.want[0] == 'T':
 			code = 1146 // a table of a missing database, in a SELECT
+		case tc.code == 1105 && tc.want[0] == 'L':
+			code = 3948
 		}
 		if got.Message != tc.want || got.Number() != code {
 			t.Errorf("%d %q in %q: got %d %q, want %q", tc.code, tc.msg, tc.q, got.Number(), got.Message, tc.want)
