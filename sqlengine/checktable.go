@@ -2,12 +2,10 @@ package sqlengine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
-	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/txn"
@@ -27,52 +25,26 @@ func (h *Handler) checkTables(ctx context.Context, c *mysql.Conn, query string, 
 	if !ok {
 		return false, nil
 	}
-	s := h.session(c)
-	if s == nil {
-		return false, nil
-	}
-	res := &sqltypes.Result{Fields: adminFields()}
-	for _, n := range names {
-		db, name, err := h.qualified(c, n)
-		if err != nil {
-			return true, err
-		}
-		table := db + "." + n.Name.String()
-		row := func(typ, msg string) { res.Rows = append(res.Rows, adminRow(table, "check", typ, msg)) }
-		// privileges and existence, as the session sees them
-		err = h.inner.ComQuery(ctx, c, "SELECT 1 FROM "+name+" WHERE FALSE", func(*sqltypes.Result, bool) error { return nil })
-		var se *mysql.SQLError
-		if err != nil && errors.As(ToSQLError(err), &se) && se.Number() == mysql.ERNoSuchTable {
-			row("Error", "Table '"+table+"' doesn't exist")
-			row("status", "Operation failed")
-			continue
-		}
-		if err != nil {
-			return true, ToSQLError(err)
-		}
-		problems, err := checkTable(ctx, s.p.mgr, db, n.Name.String())
-		if err != nil {
-			return true, ToSQLError(err)
-		}
-		for _, p := range problems {
-			row("error", p)
-		}
-		if len(problems) > 0 {
-			row("error", "Corrupt")
-			continue
-		}
-		row("status", "OK")
-	}
-	return true, out(res)
+	return h.maintain(ctx, c, names, "check", "SELECT 1 FROM %[1]s WHERE FALSE", out,
+		func(s *Session, def *storage.TableDef) [][2]string {
+			problems, err := checkTable(ctx, s.p.mgr, def)
+			if err != nil {
+				problems = append(problems, err.Error())
+			}
+			if len(problems) == 0 {
+				return nil
+			}
+			var msgs [][2]string
+			for _, p := range append(problems, "Corrupt") {
+				msgs = append(msgs, [2]string{"error", p})
+			}
+			return msgs
+		})
 }
 
-// checkTable reads table db.name in a snapshot of mgr's storage and
-// returns what it finds wrong.
-func checkTable(ctx context.Context, mgr *txn.Manager, db, name string) ([]string, error) {
-	def, ok := mgr.Engine().Catalog().TableByName(db, name)
-	if !ok {
-		return []string{"Table '" + db + "." + name + "' doesn't exist"}, nil
-	}
+// checkTable reads table def in a snapshot of mgr's storage and returns
+// what it finds wrong.
+func checkTable(ctx context.Context, mgr *txn.Manager, def *storage.TableDef) ([]string, error) {
 	info, err := def.Info()
 	if err != nil {
 		return []string{err.Error()}, nil
@@ -124,18 +96,4 @@ func checkTable(ctx context.Context, mgr *txn.Manager, db, name string) ([]strin
 		}
 	}
 	return problems, nil
-}
-
-// adminFields are the columns of the answer of a table maintenance
-// statement (OPTIMIZE, CHECK, ...).
-func adminFields() []*querypb.Field {
-	text := func(n string) *querypb.Field {
-		return &querypb.Field{Name: n, Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: 255 * 4}
-	}
-	return []*querypb.Field{text("Table"), text("Op"), text("Msg_type"), text("Msg_text")}
-}
-
-// adminRow is a row of a table maintenance statement's answer.
-func adminRow(table, op, typ, msg string) []sqltypes.Value {
-	return []sqltypes.Value{sqltypes.NewVarChar(table), sqltypes.NewVarChar(op), sqltypes.NewVarChar(typ), sqltypes.NewVarChar(msg)}
 }

@@ -327,7 +327,7 @@ func (x *explainer) table(b *block, tn sql.TableNode, ita *plan.IndexedTableAcce
 
 // staticLookup sets r's access type, key length and row estimate from the
 // ranges a lookup reads.
-func (x *explainer) staticLookup(r *explainRow, lookup sql.IndexLookup, cols []*sql.Column, unique bool, total uint64) {
+func (x *explainer) staticLookup(r *explainRow, lookup sql.IndexLookup, cols []keyPart, unique bool, total uint64) {
 	ranges, ok := lookup.Ranges.(sql.MySQLRangeCollection)
 	if !ok || len(ranges) == 0 {
 		r.typ = "range"
@@ -418,13 +418,24 @@ func constRefs(n int) string {
 	return strings.TrimSuffix(strings.Repeat("const,", n), ",")
 }
 
-// indexColumns are the table columns idx covers, in key order.
-func indexColumns(sch sql.Schema, idx sql.Index) []*sql.Column {
-	var out []*sql.Column
-	for _, e := range idx.Expressions() {
+// keyPart is a column of an index, or its first prefix characters.
+type keyPart struct {
+	col    *sql.Column
+	prefix uint16 // 0: the whole value
+}
+
+// indexColumns are the key parts of idx, in key order.
+func indexColumns(sch sql.Schema, idx sql.Index) []keyPart {
+	var out []keyPart
+	prefixes := idx.PrefixLengths()
+	for k, e := range idx.Expressions() {
 		name := e[strings.LastIndexByte(e, '.')+1:]
 		if i := sch.IndexOfColName(name); i >= 0 {
-			out = append(out, sch[i])
+			p := keyPart{col: sch[i]}
+			if k < len(prefixes) {
+				p.prefix = prefixes[k]
+			}
+			out = append(out, p)
 		}
 	}
 	return out
@@ -433,14 +444,16 @@ func indexColumns(sch sql.Schema, idx sql.Index) []*sql.Column {
 // covering reports whether the columns the scan of t reads are all in the
 // index columns cols or the primary key (which every secondary index
 // entry holds).
-func covering(t sql.Table, sch sql.Schema, cols []*sql.Column) bool {
+func covering(t sql.Table, sch sql.Schema, cols []keyPart) bool {
 	pt, ok := t.(sql.ProjectedTable)
 	if !ok || pt.Projections() == nil {
 		return false
 	}
 	in := map[string]bool{}
 	for _, c := range cols {
-		in[strings.ToLower(c.Name)] = true
+		if c.prefix == 0 { // a prefix key does not hold the value
+			in[strings.ToLower(c.col.Name)] = true
+		}
 	}
 	for _, c := range sch {
 		if c.PrimaryKey {
@@ -458,71 +471,35 @@ func covering(t sql.Table, sch sql.Schema, cols []*sql.Column) bool {
 // keyLen is MySQL's key_len: the bytes of the first n key columns, as
 // InnoDB stores them in an index (a NULL flag byte for a nullable column,
 // two length bytes for a variable-length one).
-func keyLen(cols []*sql.Column, n int) string {
+func keyLen(cols []keyPart, n int) string {
 	total := 0
 	for _, c := range cols[:min(n, len(cols))] {
-		total += columnKeyBytes(c.Type)
-		if c.Nullable {
+		total += keyPartBytes(c)
+		if c.col.Nullable {
 			total++
 		}
 	}
 	return fmt.Sprint(total)
 }
 
-// columnKeyBytes is the bytes a value of type t takes in an index key.
-func columnKeyBytes(t sql.Type) int {
-	switch t.Type() {
-	case sqltypes.Int8, sqltypes.Uint8, sqltypes.Year:
-		return 1
-	case sqltypes.Int16, sqltypes.Uint16:
-		return 2
-	case sqltypes.Int24, sqltypes.Uint24, sqltypes.Date:
-		return 3
-	case sqltypes.Int32, sqltypes.Uint32, sqltypes.Float32:
-		return 4
-	case sqltypes.Int64, sqltypes.Uint64, sqltypes.Float64:
-		return 8
-	case sqltypes.Decimal:
-		if d, ok := t.(sql.DecimalType); ok {
-			return decimalBytes(int(d.Precision())-int(d.Scale())) + decimalBytes(int(d.Scale()))
-		}
-	case sqltypes.Datetime, sqltypes.Timestamp, sqltypes.Time:
-		base := 3 // TIME
-		switch t.Type() {
-		case sqltypes.Datetime:
-			base = 5
-		case sqltypes.Timestamp:
-			base = 4
-		}
-		if dt, ok := t.(sql.DatetimeType); ok {
-			return base + (dt.Precision()+1)/2
-		}
-		return base
-	case sqltypes.Enum:
-		if e, ok := t.(sql.EnumType); ok && e.NumberOfElements() > 255 {
-			return 2
-		}
-		return 1
-	case sqltypes.Bit:
-		if b, ok := t.(types.BitType); ok {
-			return (int(b.NumberOfBits()) + 7) / 8
-		}
+// keyPartBytes is the bytes a value of key part p takes in an index key:
+// its column's storage size in a row (rowsize.go), but a string counts
+// its prefix's characters when it has one, and two length bytes when it
+// is of variable length.
+func keyPartBytes(p keyPart) int {
+	s, ok := p.col.Type.(sql.StringType)
+	if !ok {
+		return int(columnSize(p.col.Type))
 	}
-	if s, ok := t.(sql.StringType); ok {
-		n := int(s.MaxCharacterLength()) * int(s.CharacterSet().MaxLength())
-		switch t.Type() {
-		case sqltypes.VarChar, sqltypes.VarBinary, sqltypes.Text, sqltypes.Blob:
-			n += 2
-		}
-		return n
+	n := int(s.MaxByteLength())
+	if p.prefix > 0 {
+		n = int(p.prefix) * int(s.CharacterSet().MaxLength())
 	}
-	return 8
-}
-
-// decimalBytes is the bytes of n decimal digits in MySQL's packed decimal.
-func decimalBytes(n int) int {
-	partial := [...]int{0, 1, 1, 2, 2, 3, 3, 4, 4, 4}
-	return n/9*4 + partial[n%9]
+	switch s.Type() {
+	case sqltypes.VarChar, sqltypes.VarBinary, sqltypes.Text, sqltypes.Blob:
+		return n + 2
+	}
+	return n
 }
 
 func appendOnce(s []string, v string) []string {

@@ -3,9 +3,14 @@ package sqlengine
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+	"github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/storage"
 )
 
 // optimizeTables answers OPTIMIZE [NO_WRITE_TO_BINLOG | LOCAL] TABLE t
@@ -21,24 +26,42 @@ func (h *Handler) optimizeTables(ctx context.Context, c *mysql.Conn, query strin
 	if !ok {
 		return false, nil
 	}
+	return h.maintain(ctx, c, names, "optimize", "INSERT INTO %[1]s SELECT * FROM %[1]s WHERE FALSE", out,
+		func(s *Session, def *storage.TableDef) [][2]string {
+			if err := s.p.mgr.Engine().CompactTable(ctx, def.ID); err != nil {
+				return [][2]string{{"Error", err.Error()}, {"status", "Operation failed"}}
+			}
+			return nil
+		})
+}
+
+// maintain runs a table maintenance statement (OPTIMIZE, CHECK) on the
+// tables names: probe (a statement on the table, %[1]s its name) checks
+// the session's privileges and the table's existence, then work does the
+// job and returns the Msg_type and Msg_text of what went wrong (none:
+// status OK). The answer is MySQL's: Table, Op, Msg_type, Msg_text.
+func (h *Handler) maintain(ctx context.Context, c *mysql.Conn, names []sqlparser.TableName, op, probe string,
+	out func(*sqltypes.Result) error, work func(*Session, *storage.TableDef) [][2]string) (handled bool, err error) {
 	s := h.session(c)
 	if s == nil {
 		return false, nil
 	}
 	res := &sqltypes.Result{Fields: adminFields()}
-	row := func(table, typ, msg string) { res.Rows = append(res.Rows, adminRow(table, "optimize", typ, msg)) }
 	for _, n := range names {
 		db, name, err := h.qualified(c, n)
 		if err != nil {
 			return true, err
 		}
 		table := db + "." + n.Name.String()
-		// privileges and existence, as the session sees them
-		err = h.inner.ComQuery(ctx, c, "INSERT INTO "+name+" SELECT * FROM "+name+" WHERE FALSE", func(*sqltypes.Result, bool) error { return nil })
+		row := func(typ, msg string) { res.Rows = append(res.Rows, adminRow(table, op, typ, msg)) }
+		missing := func() {
+			row("Error", "Table '"+table+"' doesn't exist")
+			row("status", "Operation failed")
+		}
+		err = h.inner.ComQuery(ctx, c, fmt.Sprintf(probe, name), func(*sqltypes.Result, bool) error { return nil })
 		var se *mysql.SQLError
 		if err != nil && errors.As(ToSQLError(err), &se) && se.Number() == mysql.ERNoSuchTable {
-			row(table, "Error", "Table '"+table+"' doesn't exist")
-			row(table, "status", "Operation failed")
+			missing()
 			continue
 		}
 		if err != nil {
@@ -46,16 +69,30 @@ func (h *Handler) optimizeTables(ctx context.Context, c *mysql.Conn, query strin
 		}
 		def, ok := s.p.mgr.Engine().Catalog().TableByName(db, n.Name.String())
 		if !ok {
-			row(table, "Error", "Table '"+table+"' doesn't exist")
-			row(table, "status", "Operation failed")
+			missing()
 			continue
 		}
-		if err := s.p.mgr.Engine().CompactTable(ctx, def.ID); err != nil {
-			row(table, "Error", err.Error())
-			row(table, "status", "Operation failed")
-			continue
+		msgs := work(s, def)
+		for _, m := range msgs {
+			row(m[0], m[1])
 		}
-		row(table, "status", "OK")
+		if len(msgs) == 0 {
+			row("status", "OK")
+		}
 	}
 	return true, out(res)
+}
+
+// adminFields are the columns of the answer of a table maintenance
+// statement.
+func adminFields() []*querypb.Field {
+	text := func(n string) *querypb.Field {
+		return &querypb.Field{Name: n, Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: 255 * 4}
+	}
+	return []*querypb.Field{text("Table"), text("Op"), text("Msg_type"), text("Msg_text")}
+}
+
+// adminRow is a row of a table maintenance statement's answer.
+func adminRow(table, op, typ, msg string) []sqltypes.Value {
+	return []sqltypes.Value{sqltypes.NewVarChar(table), sqltypes.NewVarChar(op), sqltypes.NewVarChar(typ), sqltypes.NewVarChar(msg)}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	"github.com/shopspring/decimal"
-	"math"
 )
 
 // aggFunc is what go-mysql-server's SUM and AVG are.
@@ -136,7 +135,7 @@ func (b *exactBuffer) Update(ctx *sql.Context, row sql.Row) error {
 		return err
 	}
 	b.n++
-	if i, ok := smallInt(v); ok {
+	if i, ok := asInt(v); ok {
 		if s := b.isum + i; (s > b.isum) == (i > 0) || i == 0 {
 			b.isum = s
 			return nil
@@ -151,29 +150,6 @@ func (b *exactBuffer) Update(ctx *sql.Context, row sql.Row) error {
 	}
 	b.dsum = b.dsum.Add(d.(decimal.Decimal))
 	return nil
-}
-
-// smallInt is v as an int64 when it is an integer that fits one.
-func smallInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		return int64(x), x <= math.MaxInt64
-	}
-	return 0, false
 }
 
 // Eval implements sql.AggregationBuffer.
