@@ -591,9 +591,9 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 }
 
 // answer runs the text statements the handler answers itself (FLUSH
-// STATUS, SHOW ENGINE INNODB STATUS, SELECT WSREP_SYNC_WAIT_UPTO_GTID(...),
-// KILL of a user's own connection, CHECKSUM TABLE, DO, OPTIMIZE TABLE,
-// CHECK TABLE, the
+// STATUS and LOGS, SHOW ENGINE INNODB STATUS, SHOW ERRORS, SELECT
+// WSREP_SYNC_WAIT_UPTO_GTID(...), KILL of a user's own connection,
+// CHECKSUM TABLE, DO, OPTIMIZE TABLE, CHECK TABLE, password changes, the
 // fast path's shapes).
 // handled is false when go-mysql-server must run query; fc then learns
 // from its results. track adds the session-state GTID to a commit's OK.
