@@ -528,7 +528,7 @@ func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 // ComQuery implements mysql.Handler.
 func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
 	query, skipped := versionComments(query)
-	query = setKeywordValues(query)
+	query = indexHints(setKeywordValues(query))
 	if skipped && isEmptyQuery(query) {
 		// only comments MySQL would not execute: nothing to do, as
 		// MariaDB answers the first line of its dumps
@@ -559,7 +559,7 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 // statement of query and returns the rest, which comes back here.
 func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
 	query, skipped := versionComments(query)
-	query = setKeywordValues(query)
+	query = indexHints(setKeywordValues(query))
 	if skipped && isEmptyQuery(query) {
 		return "", callback(&sqltypes.Result{}, false)
 	}

@@ -138,3 +138,23 @@ func planTree(t *testing.T, db queryer, q string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestIndexHints runs the index hints MySQL accepts and go-mysql-server's
+// parser refused: FORCE INDEX (PRIMARY) without backquotes, FORCE KEY,
+// USE INDEX (), as text statements (a statement to prepare is parsed by
+// vitess before Certus sees it).
+func TestIndexHints(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, k INT, KEY kk (k))")
+	xexec(t, db, "INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)")
+	for _, q := range []string{
+		"SELECT k FROM t FORCE INDEX (PRIMARY) WHERE id = %s",
+		"SELECT k FROM t force key (kk, primary) WHERE id = %s",
+		"SELECT k FROM t USE INDEX () WHERE id = %s",
+		"SELECT k FROM t IGNORE INDEX FOR ORDER BY (PRIMARY) WHERE id = %s ORDER BY id",
+	} {
+		if got := qInt(t, db, strings.Replace(q, "%s", "2", 1)); got != 20 {
+			t.Errorf("%s: k = %d, want 20", q, got)
+		}
+	}
+}
