@@ -124,24 +124,15 @@ func autoIncrementArg(ctx *sql.Context, v interface{}) (uint64, error) {
 		return 0, nil
 	}
 	switch x := v.(type) {
-	case int8, int16, int32, int64, int:
-		i, _ := asInt(x)
-		if i <= 0 {
-			return 0, nil
-		}
-		return uint64(i), nil
-	case uint8:
-		return uint64(x), nil
-	case uint16:
-		return uint64(x), nil
-	case uint32:
-		return uint64(x), nil
 	case uint64:
 		return x, nil
 	case float32:
 		return uint64(max(x, 0)), nil
 	case float64:
 		return uint64(max(x, 0)), nil
+	}
+	if i, ok := asInt(v); ok && i > 0 {
+		return uint64(i), nil
 	}
 	return 0, nil
 }

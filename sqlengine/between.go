@@ -23,7 +23,7 @@ func (betweenAsRange) Next(e sql.Expression) sql.Expression {
 			expression.NewGreaterThanOrEqual(b.Val, b.Lower),
 			expression.NewLessThanOrEqual(b.Val, b.Upper))
 	}
-	if _, ok := e.(*expression.And); !ok {
+	if comparesIntLiteral(e) {
 		if d, same, err := numericDates(sql.NewEmptyContext(), e); err == nil && !same {
 			return d
 		}

@@ -20,14 +20,41 @@ import (
 // in the filters the index costing sees (betweenAsRange) and in the
 // expressions of every node the executor builds (priorityBuilder).
 
+// comparesIntLiteral reports, without a context, whether e is a
+// comparison one of whose operands is an integer constant: the only kind
+// numericDates may rewrite (the index costing asks for every filter).
+func comparesIntLiteral(e sql.Expression) bool {
+	switch e.(type) {
+	case *expression.Equals, *expression.NullSafeEquals, *expression.GreaterThan, *expression.GreaterThanOrEqual,
+		*expression.LessThan, *expression.LessThanOrEqual, *expression.Between, *expression.InTuple:
+	default:
+		return false
+	}
+	for _, c := range e.Children() {
+		if tuple, ok := c.(expression.Tuple); ok {
+			for _, item := range tuple {
+				if isIntLiteral(item) {
+					return true
+				}
+			}
+		}
+		if isIntLiteral(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func isIntLiteral(e sql.Expression) bool {
+	lit, ok := e.(*expression.Literal)
+	return ok && types.IsInteger(lit.Type(nil))
+}
+
 // numericDates rewrites the integer constants compared with a date or
 // time in e.
 func numericDates(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 	return transform.Expr(ctx, e, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-		switch e.(type) {
-		case *expression.Equals, *expression.NullSafeEquals, *expression.GreaterThan, *expression.GreaterThanOrEqual,
-			*expression.LessThan, *expression.LessThanOrEqual, *expression.Between, *expression.InTuple:
-		default:
+		if !comparesIntLiteral(e) {
 			return e, transform.SameTree, nil
 		}
 		children := e.Children()
@@ -81,11 +108,11 @@ func isDatetime(ctx *sql.Context, e sql.Expression) bool {
 // dateLiteral is the date string literal an integer constant e stands
 // for in a date context; ok is false for anything else.
 func dateLiteral(e sql.Expression) (sql.Expression, bool) {
-	lit, ok := e.(*expression.Literal)
-	if !ok || !types.IsInteger(lit.Type(nil)) {
+	if !isIntLiteral(e) {
 		return nil, false
 	}
 	var s string
+	lit := e.(*expression.Literal)
 	switch v := lit.Value().(type) {
 	case int8, int16, int32, int64, uint8, uint16, uint32, uint64:
 		s = fmt.Sprint(v)
