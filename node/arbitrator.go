@@ -60,7 +60,7 @@ func StartArbitrator(cfg ArbitratorConfig) (*Arbitrator, error) {
 	if len(cfg.Join) == 0 {
 		return nil, errors.New("an arbitrator joins a running cluster: --join is required")
 	}
-	eng, err := openDataDir(cfg.DataDir, storage.Config{CacheBytes: 8 << 20})
+	eng, err := openDataDir(cfg.DataDir, storage.Config{CacheBytes: 8 << 20, RowCacheBytes: -1})
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,10 @@ type Config struct {
 	// member that needs older entries gets a state transfer (SST) instead
 	// of the missing entries (IST).
 	GCacheSize uint64
+	// RowCacheSize is the size of the cache of rows that point reads
+	// fetched (storage.Config.RowCacheBytes: 0 means
+	// storage.DefaultRowCacheBytes, a negative size turns it off).
+	RowCacheSize int64
 	// SSTMaxRate limits the bytes per second this node sends to one
 	// joiner as a state transfer donor (0: no limit).
 	SSTMaxRate int64
@@ -137,7 +141,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg.Name = h
 	}
 	log := cfg.Logger.With("node", cfg.Name)
-	eng, err := openDataDir(cfg.DataDir, storage.Config{BuildNice: cfg.StreamNice, CompactionNice: cfg.CompactionNice})
+	eng, err := openDataDir(cfg.DataDir, storage.Config{BuildNice: cfg.StreamNice, CompactionNice: cfg.CompactionNice, RowCacheBytes: cfg.RowCacheSize})
 	if err != nil {
 		return nil, err
 	}

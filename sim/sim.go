@@ -525,7 +525,7 @@ type node struct {
 }
 
 func (n *node) open() error {
-	eng, err := storage.Open(storage.Config{Dir: "db", FS: n.fs, CacheBytes: 4 << 20, MemTableBytes: 64 << 20, LogSpans: replication.LogSpans()})
+	eng, err := storage.Open(storage.Config{Dir: "db", FS: n.fs, CacheBytes: 4 << 20, MemTableBytes: 64 << 20, RowCacheBytes: 8 << 20, LogSpans: replication.LogSpans()})
 	if err != nil {
 		return fmt.Errorf("node %d: open: %w", n.id, err)
 	}

@@ -61,6 +61,10 @@ type Config struct {
 	CompactionNice int
 	// Logger receives pebble's log lines; nil discards them.
 	Logger pebble.Logger
+	// RowCacheBytes is the size of the cache of rows that point reads
+	// fetched (rowcache.go): 0 means DefaultRowCacheBytes, a negative
+	// value turns the cache off.
+	RowCacheBytes int64
 	// LogSpans are key prefixes written in increasing key order and
 	// removed from their low end by range deletions (the raft log, the
 	// certification records). Flushes and compactions keep each in
@@ -91,6 +95,8 @@ type Engine struct {
 
 	autoMu  sync.Mutex
 	autoInc map[uint64]uint64 // table id -> next value
+
+	rows *rowCache // nil when Config.RowCacheBytes turned it off
 
 	streams     map[writeset.ID]*stream // open streaming transactions; guarded by applyMu
 	openStreams atomic.Int64            // len(streams), for status
@@ -160,6 +166,12 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("storage: open %s: %w", cfg.Dir, err)
 	}
 	e := &Engine{db: db, opts: opts, dir: cfg.Dir, ingestBytes: cfg.IngestBytes, buildNice: cfg.BuildNice, autoInc: map[uint64]uint64{}}
+	switch {
+	case cfg.RowCacheBytes == 0:
+		e.rows = newRowCache(DefaultRowCacheBytes)
+	case cfg.RowCacheBytes > 0:
+		e.rows = newRowCache(cfg.RowCacheBytes)
+	}
 	if err := e.removeIngestLeftovers(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("storage: %w", err)
@@ -311,6 +323,7 @@ type ReadView struct {
 	Digest Digest
 	snap   *sharedSnapshot
 	r      pebble.Reader
+	rows   *rowCache // nil unless the view reads a snapshot through the cache
 }
 
 // sharedSnapshot is a pebble snapshot that every view taken between two
@@ -320,6 +333,7 @@ type ReadView struct {
 type sharedSnapshot struct {
 	snap *pebble.Snapshot
 	refs atomic.Int32 // the views reading it, plus one while it is current
+	gen  uint64       // the row cache's generation when it was taken
 }
 
 func (s *sharedSnapshot) release() {
@@ -335,7 +349,7 @@ func (e *Engine) View() *ReadView {
 	// pubMu held for reading: no commit can retire the current snapshot
 	s := e.snap.Load()
 	if s == nil {
-		n := &sharedSnapshot{snap: e.db.NewSnapshot()}
+		n := &sharedSnapshot{snap: e.db.NewSnapshot(), gen: e.rowGen()}
 		n.refs.Store(1)
 		if e.snap.CompareAndSwap(nil, n) {
 			s = n
@@ -345,7 +359,7 @@ func (e *Engine) View() *ReadView {
 		}
 	}
 	s.refs.Add(1)
-	return &ReadView{Seqno: e.applied.Load(), Catalog: e.cat.Load(), Digest: e.digest, snap: s, r: s.snap}
+	return &ReadView{Seqno: e.applied.Load(), Catalog: e.cat.Load(), Digest: e.digest, snap: s, r: s.snap, rows: e.rows}
 }
 
 // retireSnapshot ends the sharing of the current snapshot, which no longer
@@ -374,9 +388,27 @@ func (v *ReadView) Close() {
 	}
 }
 
+// rowGen is the row cache's generation; pubMu is held.
+func (e *Engine) rowGen() uint64 {
+	if e.rows == nil {
+		return 0
+	}
+	return e.rows.gen
+}
+
 // Get returns a copy of the value at key, or ok=false.
 func (v *ReadView) Get(key []byte) (val []byte, ok bool, err error) {
-	return getCopy(v.r, key)
+	if v.rows == nil || !cacheable(key) {
+		return getCopy(v.r, key)
+	}
+	if val, ok := v.rows.get(key, v.snap.gen); ok {
+		return val, true, nil
+	}
+	val, ok, err = getCopy(v.r, key)
+	if ok {
+		v.rows.put(key, val, v.snap.gen)
+	}
+	return val, ok, err
 }
 
 func getCopy(r pebble.Reader, key []byte) ([]byte, bool, error) {
@@ -644,6 +676,9 @@ func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[ui
 		e.pubMu.Unlock()
 		retired.release()
 	}()
+	if e.rows != nil {
+		e.rows.invalidate(b)
+	}
 	// The raft log, written before apply, is what makes a commit durable;
 	// the data batch rides on the next WAL sync.
 	if files != nil {

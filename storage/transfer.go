@@ -67,6 +67,9 @@ func (e *Engine) Reload() error {
 		e.pubMu.Unlock()
 		retired.release()
 	}()
+	if e.rows != nil {
+		e.rows.clear()
+	}
 	e.autoMu.Lock()
 	e.autoInc = map[uint64]uint64{}
 	e.autoMu.Unlock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/certusdb/certus/internal/gcfloor"
 	"github.com/certusdb/certus/node"
+	"github.com/certusdb/certus/storage"
 )
 
 func nodeCmd() *cobra.Command {
@@ -20,6 +21,7 @@ func nodeCmd() *cobra.Command {
 	var join string
 	var logLevel string
 	heapFloor := uint64(128 << 20)
+	rowCache := int64(storage.DefaultRowCacheBytes)
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Run one Certus node",
@@ -39,6 +41,10 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 				if v.n < 0 || v.n > 19 {
 					return fmt.Errorf("%s %d: want a nice value from 0 to 19", v.flag, v.n)
 				}
+			}
+			cfg.RowCacheSize = rowCache
+			if rowCache == 0 {
+				cfg.RowCacheSize = -1 // off
 			}
 			cfg.Join = splitList(join)
 			cfg.Logger = newLogger(logLevel)
@@ -73,6 +79,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.Var(byteSize[int64]{&cfg.StreamThreshold}, "stream-threshold", "a transaction whose changes grow past this size streams (replicates in fragments of 1/8 of it, rows locked cluster-wide, visible at commit) even without wsrep_trx_fragment_size (default 1MiB; 0 never)")
 	f.StringVar(&cfg.ProviderOptions, "provider-options", "", `provider options as in Galera's wsrep_provider_options, e.g. "gcs.fc_limit=100; gcs.fc_factor=1.0" (flow control); SET GLOBAL wsrep_provider_options changes them at runtime`)
 	f.BoolVar(&cfg.SafeReads, "safe-reads", false, "answer causal reads (wsrep_sync_wait) only after the leader confirmed with a heartbeat round that it still leads, instead of from its lease (two network hops less per read); use it where a node's clock can stop while the others' run, as in a virtual machine paused without its clock knowing")
+	f.Var(byteSize[int64]{&rowCache}, "row-cache-size", "memory for the rows point reads fetched (by primary key, or through an index), served again without a storage lookup until a commit changes them; a read never sees a value its snapshot would not (default 64MiB; 0 turns it off)")
 	f.Var(byteSize[uint64]{&heapFloor}, "gc-heap-floor", "Go heap the node may fill before its garbage collector runs, while little of it is live (0: Go's default, a collection each time the heap doubles); an explicit GOGC overrides it, GOMEMLIMIT still caps it")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&cfg.FaultInjection, "enable-fault-injection", false, "enable POST /debug/fault on the HTTP port (tests only)")
