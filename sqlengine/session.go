@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/server"
@@ -58,6 +59,11 @@ type Session struct {
 	scanRows  []sql.Row
 	// temp holds the session's temporary tables.
 	temp tempStore
+	// vars memoizes GetSessionVariable for the session-scope variables
+	// asked (about a dozen per statement); a write to the session's
+	// variables drops it. Copy-on-write, so a reader on another goroutine
+	// never sees a map being written.
+	vars atomic.Pointer[map[string]any]
 }
 
 var (
@@ -90,12 +96,47 @@ func (s *Session) LastCommittedSeqno() uint64 { return s.lastSeqno }
 // session holds copies taken when it began, which a SET GLOBAL since has
 // not changed.)
 func (s *Session) GetSessionVariable(ctx *sql.Context, name string) (any, error) {
+	memo := s.vars.Load()
+	if memo != nil {
+		if v, ok := (*memo)[name]; ok {
+			return v, nil
+		}
+	}
 	if isGlobalOnly(name) {
 		if _, v, ok := sql.SystemVariables.GetGlobal(name); ok {
 			return v, nil
 		}
 	}
-	return s.BaseSession.GetSessionVariable(ctx, name)
+	v, err := s.BaseSession.GetSessionVariable(ctx, name)
+	if err == nil {
+		next := make(map[string]any, 16)
+		if memo != nil {
+			for k, x := range *memo {
+				next[k] = x
+			}
+		}
+		next[name] = v
+		s.vars.CompareAndSwap(memo, &next) // lost to a write or another fill: no memo this time
+	}
+	return v, err
+}
+
+// SetSessionVariable implements sql.Session.
+func (s *Session) SetSessionVariable(ctx *sql.Context, name string, value any) error {
+	defer s.vars.Store(nil)
+	return s.BaseSession.SetSessionVariable(ctx, name, value)
+}
+
+// InitSessionVariable implements sql.Session.
+func (s *Session) InitSessionVariable(ctx *sql.Context, name string, value any) error {
+	defer s.vars.Store(nil)
+	return s.BaseSession.InitSessionVariable(ctx, name, value)
+}
+
+// InitSessionVariableDefault implements sql.Session.
+func (s *Session) InitSessionVariableDefault(ctx *sql.Context, name string, value any) error {
+	defer s.vars.Store(nil)
+	return s.BaseSession.InitSessionVariableDefault(ctx, name, value)
 }
 
 // GetAllSessionVariables implements sql.Session (SHOW VARIABLES), with the
