@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -70,7 +71,9 @@ func SetGlobal(t Target, name string, value any) error {
 }
 
 // CausalCost is scenario d: oltp_write_only on writer while oltp_read_only
-// runs on reader, whose sessions use wsrep_sync_wait = syncWait.
+// runs on reader, whose sessions use wsrep_sync_wait = syncWait. A run
+// that sysbench ended early (a fatal error) is reported in err, with the
+// numbers it reached.
 func CausalCost(writer, reader Target, syncWait int, o SysbenchOpts) (read, write Result, err error) {
 	if err := SetGlobal(reader, "wsrep_sync_wait", syncWait); err != nil {
 		return read, write, err
@@ -84,7 +87,15 @@ func CausalCost(writer, reader Target, syncWait int, o SysbenchOpts) (read, writ
 	}()
 	read = Sysbench(reader, "oltp_read_only", "run", o)
 	wg.Wait()
-	return read, write, nil
+	for _, r := range []struct {
+		name string
+		res  Result
+	}{{"oltp_read_only on the reader", read}, {"oltp_write_only on the writer", write}} {
+		if r.res.Failed {
+			err = errors.Join(err, fmt.Errorf("%s stopped early: %s", r.name, r.res.FailureReason))
+		}
+	}
+	return read, write, err
 }
 
 // StaleResult is the outcome of the stale-read probe on one reader.

@@ -182,7 +182,10 @@ func scenarioD(systems []cluster3, opts bench.SysbenchOpts) {
 	half := opts
 	half.Threads = max(1, opts.Threads/2)
 	settings := []int{0, 3}
-	type sums struct{ readQPS, readP95, writeTPS float64 }
+	type sums struct {
+		readQPS, readP95, writeTPS float64
+		failed                     bool // a run ended early: its share is what it reached
+	}
 	total := make([][]sums, len(settings)) // [setting][system]
 	for k := range total {
 		total[k] = make([]sums, len(systems))
@@ -194,6 +197,7 @@ func scenarioD(systems []cluster3, opts bench.SysbenchOpts) {
 			read, write, err := bench.CausalCost(s.targets[0], s.targets[1], sw, half)
 			if err != nil {
 				progress("d: %s: %v", s.name, err)
+				total[k][i].failed = true
 			}
 			progress("d: %s, wsrep_sync_wait=%d: read %.0f qps, write %.0f tps", s.name, sw, read.QPS, write.TPS)
 			total[k][i].readQPS += read.QPS / 2
@@ -212,7 +216,11 @@ func scenarioD(systems []cluster3, opts bench.SysbenchOpts) {
 			if base := total[0][i].readQPS; k > 0 && base > 0 {
 				lost = fmt.Sprintf("%.1f%%", 100*(1-m.readQPS/base))
 			}
-			row = append(row, fmt.Sprintf("%.0f", m.readQPS), fmt.Sprintf("%.2f", m.readP95), fmt.Sprintf("%.0f", m.writeTPS), lost)
+			qps := fmt.Sprintf("%.0f", m.readQPS)
+			if m.failed {
+				qps += " (a run failed, see above)"
+			}
+			row = append(row, qps, fmt.Sprintf("%.2f", m.readP95), fmt.Sprintf("%.0f", m.writeTPS), lost)
 		}
 		rows = append(rows, appendRatio(row, reads, func(r bench.Result) float64 { return r.QPS }))
 	}
