@@ -92,6 +92,7 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 		recvQueue = st.Committed - st.Applied
 	}
 	fc := n.Repl.FlowStatus()
+	rc := n.Eng.RowCacheStats()
 	return map[string]interface{}{
 		"Uptime":                       uint64(time.Since(n.started).Seconds()),
 		"wsrep_ready":                  onOff(st.Primary && (state == StateSynced || state == StateDonor && n.desync.Load())), // a desynced node still serves
@@ -115,6 +116,9 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 		"certus_streamed_transactions": n.Mgr.Streams.Load(),
 		"certus_streamed_fragments":    n.Mgr.Fragments.Load(),
 		"certus_open_streams":          n.Eng.OpenStreams(),
+		"certus_row_cache_hits":        rc.Hits,
+		"certus_row_cache_misses":      rc.Misses,
+		"certus_row_cache_bytes":       rc.Bytes,
 		"certus_sync_wait_rounds":      stats.ReadIndexRounds.Load(),
 		"certus_sync_wait_link_rounds": stats.ReadLinkRounds.Load(),
 		"certus_sync_wait_lease_reads": stats.LeaseReads.Load(),

@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -80,6 +81,31 @@ type rowShard struct {
 	index map[uint64]uint64
 	// maxDel is the newest generation that removed a key of this shard.
 	maxDel uint64
+
+	hits, misses atomic.Uint64 // reads served and not
+	chunks       atomic.Int64  // chunks allocated
+}
+
+// RowCacheStats are the row cache's counters (SHOW STATUS).
+type RowCacheStats struct {
+	Hits   uint64 // reads the cache served
+	Misses uint64 // cacheable reads it did not
+	Bytes  uint64 // memory its filled chunks take
+}
+
+// RowCacheStats returns the row cache's counters (zero when it is off).
+func (e *Engine) RowCacheStats() RowCacheStats {
+	var st RowCacheStats
+	if e.rows == nil {
+		return st
+	}
+	for i := range e.rows.shards {
+		s := &e.rows.shards[i]
+		st.Hits += s.hits.Load()
+		st.Misses += s.misses.Load()
+		st.Bytes += uint64(s.chunks.Load()) * rowCacheChunk
+	}
+	return st
 }
 
 // newRowCache returns a cache of about bytes, or nil when bytes is too
@@ -109,7 +135,18 @@ func (c *rowCache) get(key []byte, gen uint64) ([]byte, bool) {
 	h := xxhash.Sum64(key)
 	s := c.shard(h)
 	s.mu.RLock()
-	defer s.mu.RUnlock()
+	v, ok := s.lookup(h, key, gen)
+	s.mu.RUnlock()
+	if !ok {
+		s.misses.Add(1)
+		return nil, false
+	}
+	s.hits.Add(1)
+	return v, true
+}
+
+// lookup is get's search in the shard; s.mu is held.
+func (s *rowShard) lookup(h uint64, key []byte, gen uint64) ([]byte, bool) {
 	pos, ok := s.index[h]
 	if !ok {
 		return nil, false
@@ -163,6 +200,7 @@ func (c *rowCache) put(key, val []byte, gen uint64) {
 	}
 	if ch := s.chunk(s.head); *ch == nil {
 		*ch = make([]byte, rowCacheChunk)
+		s.chunks.Add(1)
 	}
 	e := s.entry(s.head)
 	binary.LittleEndian.PutUint64(e, h)

@@ -173,7 +173,14 @@ func TestRowCacheMatchesPebble(t *testing.T) {
 	if hits == 0 {
 		t.Fatalf("no read was served by the cache")
 	}
-	t.Logf("%d reads served by the cache", hits)
+	st := a.e.RowCacheStats()
+	if st.Hits == 0 || st.Misses == 0 || st.Bytes == 0 {
+		t.Fatalf("row cache counters %+v: want hits, misses and filled chunks", st)
+	}
+	if off := b.e.RowCacheStats(); off != (RowCacheStats{}) {
+		t.Fatalf("an engine without the cache counts %+v", off)
+	}
+	t.Logf("%d reads served by the cache; counters %+v", hits, st)
 }
 
 // TestRowCacheRacingCommits reads many rows through views taken while

@@ -20,6 +20,30 @@ func TestSingleNodeSmoke(t *testing.T) {
 	if sum != 30 {
 		t.Fatalf("sum = %d, want 30", sum)
 	}
+	// a point read on the fast path (from a statement's second run) fills
+	// the row cache, the next is served by it, and a commit's change is
+	// read at once
+	read := func() int {
+		t.Helper()
+		var v int
+		if err := db.QueryRow("SELECT v FROM app.t WHERE id = 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	read()
+	read()
+	hits := qStatus(t, n, "certus_row_cache_hits")
+	if v := read(); v != 10 {
+		t.Fatalf("v = %d, want 10", v)
+	}
+	if got := qStatus(t, n, "certus_row_cache_hits"); got <= hits {
+		t.Fatalf("certus_row_cache_hits stayed %d over a second read of a row", got)
+	}
+	mustExec(t, db, "UPDATE app.t SET v = 11 WHERE id = 1")
+	if v := read(); v != 11 {
+		t.Fatalf("after UPDATE v = %d, want 11", v)
+	}
 	if code := n.Health(); code != 200 {
 		t.Fatalf("/health = %d", code)
 	}
