@@ -439,9 +439,14 @@ func (n *Node) run() {
 	}
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
+	var stalls stallLog
+	lastTick := time.Now()
 	for {
 		select {
 		case <-ticker.C:
+			now := time.Now() // the tick's own time is old when the loop was stuck
+			stalls.note(n, "the raft loop did not tick", now.Sub(lastTick)-n.cfg.TickInterval)
+			lastTick = now
 			n.core.Tick()
 			n.tickChecks()
 		case data := <-n.propc:
@@ -476,7 +481,9 @@ func (n *Node) run() {
 			n.failAll(ErrStopped)
 			return
 		}
+		start := time.Now()
 		msgs, err := n.core.Process()
+		stalls.note(n, "persisting raft's output took long", time.Since(start))
 		if n.cfg.Transport != nil && len(msgs) > 0 {
 			n.cfg.Transport.Send(msgs)
 		}
@@ -499,6 +506,23 @@ func (n *Node) run() {
 			return
 		}
 	}
+}
+
+// stallLog warns when the raft loop stops for long enough that followers
+// may start an election (or a leader's followers may): the log line says
+// what stopped (not scheduled, or persisting the log) and for how long, so
+// that a leader change under load can be explained.
+type stallLog struct {
+	warned time.Time
+}
+
+func (s *stallLog) note(n *Node, what string, d time.Duration) {
+	limit := n.electionTimeout() / 2
+	if d < limit || time.Since(s.warned) < 5*time.Second {
+		return
+	}
+	s.warned = time.Now()
+	n.log.Warn(what+"; past half an election timeout peers may elect another leader", "for", d.Round(time.Millisecond), "election_timeout", n.electionTimeout())
 }
 
 // applyLoop is the apply stage: it certifies and applies the committed
