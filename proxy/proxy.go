@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/certusdb/certus/internal/directio"
 	"github.com/certusdb/certus/proxy/backend"
 	"github.com/certusdb/certus/proxy/config"
 	"github.com/certusdb/certus/proxy/monitor"
@@ -43,6 +44,11 @@ type Proxy struct {
 	mon   *monitor.Monitor
 	pool  *backend.Pool
 	stats *stats.Registry
+	// conns are the client and backend connections, read blocked outside
+	// Go's poller while few are open (internal/directio): a session's
+	// goroutine waits on one of them at a time, its client's or a
+	// backend's, so two per core may be.
+	conns directio.Group
 
 	// known holds, per node name, a seqno the node is known to have
 	// applied (learned from commits and causal waits), ahead of what the
@@ -84,6 +90,7 @@ func New(cfg *config.Config, path string, log *slog.Logger) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{log: log, path: path, stats: stats.New(), sessions: map[uint32]*session{}}
+	p.conns.PerProc = 2
 	p.cfg.Store(cfg)
 	p.rules.Store(rs)
 	p.mon = monitor.New(monitor.Config{
@@ -247,6 +254,9 @@ func (p *Proxy) acceptLoop() {
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
+		}
+		if d := directio.New(nc, &p.conns); d != nil {
+			nc = d
 		}
 		s := p.newSession(nc)
 		p.wg.Add(1)

@@ -154,6 +154,7 @@ func (s *session) authenticate(user string, salt, auth []byte) bool {
 				return false
 			}
 			s.backend.User, s.backend.Password = cfg.Backend(u)
+			s.backend.Direct = &s.p.conns
 			return true
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/dolthub/vitess/go/mysql"
+
+	"github.com/certusdb/certus/internal/directio"
 )
 
 // Session-state tracking of GTIDs in OK packets.
@@ -45,7 +47,7 @@ func (l trackListener) Accept() (net.Conn, error) {
 		l.accepted()
 	}
 	tc := &trackConn{Conn: c}
-	if d := newDirectConn(c); d != nil {
+	if d := directio.New(c, &clientConns); d != nil {
 		tc.io = d
 	} else {
 		tc.io = c
@@ -53,10 +55,15 @@ func (l trackListener) Accept() (net.Conn, error) {
 	return tc, nil
 }
 
+// clientConns are the server's client connections: each has a goroutine
+// waiting on it, so they are read directly while there are at most
+// GOMAXPROCS of them.
+var clientConns = directio.Group{PerProc: 1}
+
 // trackConn is the packet filter of one client connection.
 type trackConn struct {
 	net.Conn                    // the accepted connection, for its addresses
-	io       io.ReadWriteCloser // what reads, writes and closes: c, or its directConn
+	io       io.ReadWriteCloser // what reads, writes and closes: c, or its directio.Conn
 
 	mu       sync.Mutex
 	greeted  bool   // the server greeting went out (with the capability added)

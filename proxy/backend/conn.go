@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certusdb/certus/internal/directio"
 	"github.com/certusdb/certus/proxy/mysqlproto"
 )
 
@@ -44,6 +45,10 @@ type Options struct {
 	User        string
 	Password    string
 	DialTimeout time.Duration
+	// Direct, when set, counts the connection among those that are read
+	// blocked in read(2) outside Go's poller while few are open
+	// (internal/directio); nil keeps the poller.
+	Direct *directio.Group
 }
 
 // Stmt is a statement prepared on one backend connection.
@@ -83,6 +88,14 @@ type Conn struct {
 	lastUsed time.Time
 }
 
+// setIdle tells the connection's direct I/O (Options.Direct) whether it
+// sits in the pool, where nothing waits on it.
+func (c *Conn) setIdle(idle bool) {
+	if d, ok := c.pc.Conn.(*directio.Conn); ok {
+		d.SetIdle(idle)
+	}
+}
+
 // Dial connects and authenticates to a node.
 func Dial(ctx context.Context, node, addr string, opt Options) (*Conn, error) {
 	if opt.DialTimeout == 0 {
@@ -95,6 +108,11 @@ func Dial(ctx context.Context, node, addr string, opt Options) (*Conn, error) {
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	}
+	if opt.Direct != nil {
+		if d := directio.New(nc, opt.Direct); d != nil {
+			nc = d
+		}
 	}
 	c := &Conn{pc: mysqlproto.NewConn(nc), Node: node, Addr: addr, User: opt.User, Vars: map[string]string{}, stmts: map[string]*Stmt{}}
 	c.pc.SetDeadlineIn(opt.DialTimeout)

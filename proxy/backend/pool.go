@@ -59,6 +59,7 @@ func (p *Pool) Get(ctx context.Context, node, addr string, opt Options, syncWait
 	p.mu.Unlock()
 	if c != nil {
 		if now.Sub(c.lastUsed) < idleTimeout {
+			c.setIdle(false)
 			return c, nil
 		}
 		c.Close()
@@ -98,6 +99,7 @@ func (p *Pool) Put(c *Conn) {
 		c.Close()
 		return
 	}
+	c.setIdle(true)
 	p.idle[k] = append(p.idle[k], c)
 	p.mu.Unlock()
 }

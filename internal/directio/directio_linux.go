@@ -1,4 +1,4 @@
-package sqlengine
+package directio
 
 import (
 	"errors"
@@ -11,8 +11,6 @@ import (
 	"time"
 )
 
-// Direct I/O of client connections.
-//
 // Go reads a socket without blocking and, when nothing is there, parks the
 // goroutine until the network poller (epoll) reports the socket readable
 // and another thread wakes it. For one client that sends a statement as
@@ -36,30 +34,48 @@ import (
 //
 // With more sessions than cores, blocked threads cost more than the poller
 // saves (16 threads: 35k/s vs 22k/s), so a connection is read directly
-// only while the server has at most GOMAXPROCS client connections; at its
-// next read after that is exceeded it moves back into the poller, and out
-// again once the count falls.
+// only while its Group has at most PerProc × GOMAXPROCS connections open;
+// at its next read after that is exceeded it moves back into the poller,
+// and out again once the count falls.
 
-// liveDirect counts the open client connections that can be read directly
-// (those in the poller for now included).
-var liveDirect atomic.Int32
+// Group counts the open connections of one kind (a server's clients, a
+// proxy's clients and backends) that decide together whether each is read
+// directly.
+type Group struct {
+	// PerProc is how many open connections per GOMAXPROCS may be read
+	// directly: 1 where each connection has a goroutine waiting on it,
+	// more where a goroutine waits on one of several at a time.
+	PerProc int
+	live    atomic.Int32
+}
 
-// directConn does the I/O of a client's TCP connection: blocked in
-// read(2)/write(2) on a descriptor outside Go's poller while few clients
-// are connected, through the poller otherwise. Read and Write are called by
-// the connection's goroutine; Close may come from any.
-type directConn struct {
-	// maxBlocking is GOMAXPROCS when the connection was accepted (asking
-	// each time takes the scheduler's lock)
+// Live is the number of the group's open connections.
+func (g *Group) Live() int { return int(g.live.Load()) }
+
+// Conn is a TCP connection whose I/O is blocked in read(2)/write(2) on a
+// descriptor outside Go's poller while its group has few connections open,
+// and goes through the poller otherwise, or while a deadline is set (the
+// poller keeps deadlines). Read, Write and the deadlines are called by the
+// connection's goroutine; Close may come from any.
+type Conn struct {
+	g *Group
+	// maxBlocking is the group's limit when the connection was opened
+	// (asking GOMAXPROCS each time takes the scheduler's lock)
 	maxBlocking int32
+	local       net.Addr
+	remote      net.Addr
 
-	mu     sync.Mutex
-	file   *os.File // the socket in blocking mode, outside the poller; nil while polled
-	polled net.Conn // the socket in the poller; nil while read directly
-	closed bool
+	mu        sync.Mutex
+	file      *os.File // the socket in blocking mode, outside the poller; nil while polled
+	polled    net.Conn // the socket in the poller; nil while read directly
+	closed    bool
+	idle      bool    // not counted in the group (SetIdle)
+	deadlines [2]bool // a read, write deadline is set: stay in the poller
 
 	yielded time.Time // when a direct read last yielded the processor
 }
+
+var _ net.Conn = (*Conn)(nil)
 
 // yieldEvery is how often a connection read directly yields its
 // processor. A goroutine that goes from one blocking system call to the
@@ -70,11 +86,10 @@ type directConn struct {
 // thread's point selects went from 16–18k/s to 17–20k/s.
 const yieldEvery = 2 * time.Millisecond
 
-// newDirectConn takes c's socket out of the poller and returns the
-// connection that does its I/O from now on, or nil (c untouched) when c is
-// not a socket it can do that with. On success c is closed: only its
-// addresses may still be asked.
-func newDirectConn(c net.Conn) *directConn {
+// New takes c's socket out of the poller and returns the connection that
+// does its I/O from now on, counted in g, or nil (c untouched) when c is
+// not a socket it can do that with. On success c is closed.
+func New(c net.Conn, g *Group) *Conn {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil
@@ -84,8 +99,8 @@ func newDirectConn(c net.Conn) *directConn {
 		return nil
 	}
 	_ = c.Close() // the socket stays open through f
-	liveDirect.Add(1)
-	return &directConn{maxBlocking: int32(runtime.GOMAXPROCS(0)), file: f}
+	g.live.Add(1)
+	return &Conn{g: g, maxBlocking: int32(max(1, g.PerProc) * runtime.GOMAXPROCS(0)), local: c.LocalAddr(), remote: c.RemoteAddr(), file: f}
 }
 
 // blockingDup duplicates sc's descriptor in blocking mode, as a file the
@@ -123,21 +138,16 @@ func blockingDup(sc syscall.Conn) (*os.File, error) {
 // handle returns what to do the next read or write on, first moving the
 // socket into or out of the poller when the count of connections says so
 // (reads only: a read is where the connection would wait).
-func (d *directConn) handle(read bool) (*os.File, net.Conn, error) {
+func (d *Conn) handle(read bool) (*os.File, net.Conn, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, nil, net.ErrClosed
 	}
 	if read {
-		many := liveDirect.Load() > d.maxBlocking
-		switch {
-		case many && d.file != nil:
-			if pc, err := net.FileConn(d.file); err == nil { // dups and registers it
-				_ = d.file.Close()
-				d.file, d.polled = nil, pc
-			}
-		case !many && d.polled != nil:
+		if d.g.live.Load() > d.maxBlocking {
+			d.toPoller()
+		} else if d.polled != nil && !d.deadlines[0] && !d.deadlines[1] {
 			if f, err := blockingDup(d.polled.(syscall.Conn)); err == nil {
 				_ = d.polled.Close()
 				d.file, d.polled = f, nil
@@ -147,8 +157,80 @@ func (d *directConn) handle(read bool) (*os.File, net.Conn, error) {
 	return d.file, d.polled, nil
 }
 
+// toPoller moves the socket into the poller if it is not there; d.mu is
+// held. If that fails, it stays read directly.
+func (d *Conn) toPoller() {
+	if d.file == nil {
+		return
+	}
+	if pc, err := net.FileConn(d.file); err == nil { // dups and registers it
+		_ = d.file.Close()
+		d.file, d.polled = nil, pc
+	}
+}
+
+// setDeadline sets the read (which 0), write (1) or both deadlines to t;
+// a deadline keeps the socket in the poller until it is cleared.
+func (d *Conn) setDeadline(which []int, t time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return net.ErrClosed
+	}
+	for _, w := range which {
+		d.deadlines[w] = !t.IsZero()
+	}
+	if t.IsZero() && d.polled == nil {
+		return nil // no deadline to clear on a socket read directly
+	}
+	d.toPoller()
+	if d.polled == nil {
+		return errors.New("directio: cannot set a deadline")
+	}
+	switch len(which) {
+	case 2:
+		return d.polled.SetDeadline(t)
+	}
+	if which[0] == 0 {
+		return d.polled.SetReadDeadline(t)
+	}
+	return d.polled.SetWriteDeadline(t)
+}
+
+// SetDeadline implements net.Conn.
+func (d *Conn) SetDeadline(t time.Time) error { return d.setDeadline([]int{0, 1}, t) }
+
+// SetReadDeadline implements net.Conn.
+func (d *Conn) SetReadDeadline(t time.Time) error { return d.setDeadline([]int{0}, t) }
+
+// SetWriteDeadline implements net.Conn.
+func (d *Conn) SetWriteDeadline(t time.Time) error { return d.setDeadline([]int{1}, t) }
+
+// SetIdle takes the connection out of its group's count while it sits
+// unused (a proxy's pooled backend connection: nothing waits on it) and
+// puts it back when it is used again.
+func (d *Conn) SetIdle(idle bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed || d.idle == idle {
+		return
+	}
+	d.idle = idle
+	if idle {
+		d.g.live.Add(-1)
+	} else {
+		d.g.live.Add(1)
+	}
+}
+
+// LocalAddr implements net.Conn.
+func (d *Conn) LocalAddr() net.Addr { return d.local }
+
+// RemoteAddr implements net.Conn.
+func (d *Conn) RemoteAddr() net.Addr { return d.remote }
+
 // Read reads into b.
-func (d *directConn) Read(b []byte) (int, error) {
+func (d *Conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -169,7 +251,7 @@ func (d *directConn) Read(b []byte) (int, error) {
 }
 
 // Write writes b whole.
-func (d *directConn) Write(b []byte) (int, error) {
+func (d *Conn) Write(b []byte) (int, error) {
 	f, pc, err := d.handle(false)
 	switch {
 	case err != nil:
@@ -194,14 +276,16 @@ func unwrapPath(err error) error {
 // Close shuts the socket down, which wakes a read blocked on it (closing
 // the descriptor alone does not), closes it and stops counting the
 // connection. Only the first call does anything.
-func (d *directConn) Close() error {
+func (d *Conn) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil
 	}
 	d.closed = true
-	liveDirect.Add(-1)
+	if !d.idle {
+		d.g.live.Add(-1)
+	}
 	if d.polled != nil {
 		return d.polled.Close()
 	}
