@@ -141,7 +141,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg.Name = h
 	}
 	log := cfg.Logger.With("node", cfg.Name)
-	eng, err := openDataDir(cfg.DataDir, storage.Config{BuildNice: cfg.StreamNice, CompactionNice: cfg.CompactionNice, RowCacheBytes: cfg.RowCacheSize})
+	eng, err := openDataDir(cfg.DataDir, storage.Config{BuildNice: cfg.StreamNice, CompactionNice: cfg.CompactionNice, RowCacheBytes: cfg.RowCacheSize, Events: log})
 	if err != nil {
 		return nil, err
 	}

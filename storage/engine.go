@@ -19,9 +19,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
@@ -61,6 +63,10 @@ type Config struct {
 	CompactionNice int
 	// Logger receives pebble's log lines; nil discards them.
 	Logger pebble.Logger
+	// Events, when set, receives a warning when pebble stops writes (its
+	// memtables or level 0 full) and a line when they resume, with how
+	// long they were stopped: every commit and the raft log wait then.
+	Events *slog.Logger
 	// RowCacheBytes is the size of the cache of rows that point reads
 	// fetched (rowcache.go): 0 means DefaultRowCacheBytes, a negative
 	// value turns the cache off.
@@ -155,10 +161,20 @@ func Open(cfg Config) (*Engine, error) {
 	if len(cfg.LogSpans) > 0 {
 		opts.Experimental.SpanPolicyFunc = logSpans(cfg.LogSpans)
 	}
+	var listeners []pebble.EventListener
 	if cfg.CompactionNice > 0 {
 		cn := &compactionNice{nice: cfg.CompactionNice, restore: map[int]func() bool{}}
-		listener := cn.listener()
-		opts.EventListener = &listener
+		listeners = append(listeners, cn.listener())
+	}
+	if cfg.Events != nil {
+		listeners = append(listeners, writeStallListener(cfg.Events))
+	}
+	switch len(listeners) {
+	case 1:
+		opts.EventListener = &listeners[0]
+	case 2:
+		tee := pebble.TeeEventListener(listeners[0], listeners[1])
+		opts.EventListener = &tee
 	}
 	opts.EnsureDefaults()
 	db, err := pebble.Open(cfg.Dir, opts)
@@ -783,4 +799,20 @@ func lower(s string) string { return strings.ToLower(s) }
 // still in memtables (roughly), for query costing.
 func (e *Engine) EstimateSize(lo, hi []byte) (uint64, error) {
 	return e.db.EstimateDiskUsage(lo, hi)
+}
+
+// writeStallListener logs pebble's write stalls to log.
+func writeStallListener(log *slog.Logger) pebble.EventListener {
+	var began atomic.Int64 // unix nanoseconds of the stall in progress
+	return pebble.EventListener{
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			began.Store(time.Now().UnixNano())
+			log.Warn("storage stopped writes; commits and the raft log wait", "reason", info.Reason)
+		},
+		WriteStallEnd: func() {
+			if t := began.Swap(0); t != 0 {
+				log.Warn("storage resumed writes", "stopped_for", time.Since(time.Unix(0, t)).Round(time.Millisecond))
+			}
+		},
+	}
 }
