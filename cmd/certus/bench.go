@@ -97,6 +97,8 @@ Holds /tmp/bench.lock while running.`,
 						r := bench.Sysbench(s.t, w, "run", opts)
 						if r.Failed {
 							fmt.Fprintf(os.Stderr, "  %s failed: %s\n", s.name, r.FailureReason)
+						} else {
+							fmt.Fprintf(os.Stderr, "  %.0f qps, p95 %.2f ms\n", r.QPS, r.P95Ms)
 						}
 						results[i] = append(results[i], r)
 					}
