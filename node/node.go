@@ -232,6 +232,7 @@ func (n *Node) start() error {
 		ApplierThreads:    cfg.ApplierThreads,
 		Joiner:            n.joiner,
 		SafeReads:         cfg.SafeReads,
+		StallDumpDir:      cfg.DataDir,
 		Logger:            n.log,
 	})
 	if err != nil {

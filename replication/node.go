@@ -132,6 +132,11 @@ type Config struct {
 	// monotonic clock running while the others' do; a virtual machine
 	// that can be paused without its clock knowing should not use it.
 	SafeReads bool
+	// StallDumpDir, when set, receives a file of every goroutine's stack
+	// when persisting raft's output has taken over a quarter of an
+	// election timeout (at most one a minute): it shows what the loop
+	// waits for before the other members start electing a new leader.
+	StallDumpDir string
 	// Logger receives the node's log; nil uses slog.Default().
 	Logger *slog.Logger
 }
@@ -222,6 +227,7 @@ type Node struct {
 	writers writers
 
 	applyDelay atomic.Int64 // fault injection: extra apply time per entry (ns)
+	processing atomic.Int64 // when the raft loop's Process began (unix ns); 0 outside it
 	desync     atomic.Bool  // wsrep_desync: ask no flow control of the others
 
 	mu      sync.Mutex
@@ -346,6 +352,9 @@ func Start(cfg Config) (*Node, error) {
 		cfg.Transport.SetMembers(core.Members())
 	}
 	go n.run()
+	if cfg.StallDumpDir != "" {
+		go n.watchStalls()
+	}
 	go n.applyLoop()
 	n.SetApplierThreads(cfg.ApplierThreads)
 	if cfg.Arbitrator {
@@ -482,7 +491,9 @@ func (n *Node) run() {
 			return
 		}
 		start := time.Now()
+		n.processing.Store(start.UnixNano())
 		msgs, err := n.core.Process()
+		n.processing.Store(0)
 		stalls.note(n, "persisting raft's output took long", time.Since(start))
 		if n.cfg.Transport != nil && len(msgs) > 0 {
 			n.cfg.Transport.Send(msgs)
@@ -506,23 +517,6 @@ func (n *Node) run() {
 			return
 		}
 	}
-}
-
-// stallLog warns when the raft loop stops for long enough that followers
-// may start an election (or a leader's followers may): the log line says
-// what stopped (not scheduled, or persisting the log) and for how long, so
-// that a leader change under load can be explained.
-type stallLog struct {
-	warned time.Time
-}
-
-func (s *stallLog) note(n *Node, what string, d time.Duration) {
-	limit := n.electionTimeout() / 2
-	if d < limit || time.Since(s.warned) < 5*time.Second {
-		return
-	}
-	s.warned = time.Now()
-	n.log.Warn(what+"; past half an election timeout peers may elect another leader", "for", d.Round(time.Millisecond), "election_timeout", n.electionTimeout())
 }
 
 // applyLoop is the apply stage: it certifies and applies the committed
