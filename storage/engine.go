@@ -149,7 +149,15 @@ func Open(cfg Config) (*Engine, error) {
 		L0StopWritesThreshold:       32,
 		LBaseMaxBytes:               256 << 20,
 		MaxOpenFiles:                4096,
-		Logger:                      cfg.Logger,
+		// Without --sync-commit the WAL is written without syncs, and a
+		// memtable switch closes the old WAL with one fdatasync of all
+		// it holds (up to 8 MiB), inside the commit pipeline: every
+		// commit, the raft log's included, waits for it. Written back
+		// every 512 KiB in the background (as pebble does for sstables),
+		// that sync has little left to write. It can still wait behind a
+		// compaction's sstable sync on the same file system.
+		WALBytesPerSync: 512 << 10,
+		Logger:          cfg.Logger,
 	}
 	if opts.Logger == nil {
 		opts.Logger = quietLogger{}
