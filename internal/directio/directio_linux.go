@@ -65,12 +65,13 @@ type Conn struct {
 	local       net.Addr
 	remote      net.Addr
 
-	mu        sync.Mutex
-	file      *os.File // the socket in blocking mode, outside the poller; nil while polled
-	polled    net.Conn // the socket in the poller; nil while read directly
-	closed    bool
-	idle      bool    // not counted in the group (SetIdle)
-	deadlines [2]bool // a read, write deadline is set: stay in the poller
+	mu     sync.Mutex
+	file   *os.File // the socket in blocking mode, outside the poller; nil while polled
+	polled net.Conn // the socket in the poller; nil while read directly
+	closed bool
+	idle   bool // not counted in the group (SetIdle)
+	// a read or write deadline is set: the socket stays in the poller
+	readDeadline, writeDeadline bool
 
 	yielded time.Time // when a direct read last yielded the processor
 }
@@ -147,7 +148,7 @@ func (d *Conn) handle(read bool) (*os.File, net.Conn, error) {
 	if read {
 		if d.g.live.Load() > d.maxBlocking {
 			d.toPoller()
-		} else if d.polled != nil && !d.deadlines[0] && !d.deadlines[1] {
+		} else if d.polled != nil && !d.readDeadline && !d.writeDeadline {
 			if f, err := blockingDup(d.polled.(syscall.Conn)); err == nil {
 				_ = d.polled.Close()
 				d.file, d.polled = f, nil
@@ -169,16 +170,19 @@ func (d *Conn) toPoller() {
 	}
 }
 
-// setDeadline sets the read (which 0), write (1) or both deadlines to t;
-// a deadline keeps the socket in the poller until it is cleared.
-func (d *Conn) setDeadline(which []int, t time.Time) error {
+// setDeadline sets the read deadline, the write deadline or both to t; a
+// deadline keeps the socket in the poller until it is cleared.
+func (d *Conn) setDeadline(read, write bool, t time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return net.ErrClosed
 	}
-	for _, w := range which {
-		d.deadlines[w] = !t.IsZero()
+	if read {
+		d.readDeadline = !t.IsZero()
+	}
+	if write {
+		d.writeDeadline = !t.IsZero()
 	}
 	if t.IsZero() && d.polled == nil {
 		return nil // no deadline to clear on a socket read directly
@@ -187,24 +191,23 @@ func (d *Conn) setDeadline(which []int, t time.Time) error {
 	if d.polled == nil {
 		return errors.New("directio: cannot set a deadline")
 	}
-	switch len(which) {
-	case 2:
+	switch {
+	case read && write:
 		return d.polled.SetDeadline(t)
-	}
-	if which[0] == 0 {
+	case read:
 		return d.polled.SetReadDeadline(t)
 	}
 	return d.polled.SetWriteDeadline(t)
 }
 
 // SetDeadline implements net.Conn.
-func (d *Conn) SetDeadline(t time.Time) error { return d.setDeadline([]int{0, 1}, t) }
+func (d *Conn) SetDeadline(t time.Time) error { return d.setDeadline(true, true, t) }
 
 // SetReadDeadline implements net.Conn.
-func (d *Conn) SetReadDeadline(t time.Time) error { return d.setDeadline([]int{0}, t) }
+func (d *Conn) SetReadDeadline(t time.Time) error { return d.setDeadline(true, false, t) }
 
 // SetWriteDeadline implements net.Conn.
-func (d *Conn) SetWriteDeadline(t time.Time) error { return d.setDeadline([]int{1}, t) }
+func (d *Conn) SetWriteDeadline(t time.Time) error { return d.setDeadline(false, true, t) }
 
 // SetIdle takes the connection out of its group's count while it sits
 // unused (a proxy's pooled backend connection: nothing waits on it) and
