@@ -25,6 +25,43 @@ func recordError(s *Session, se *mysql.SQLError) {
 	s.Warn(&sql.Warning{Level: "Error", Code: se.Number(), Message: se.Message})
 }
 
+// noteDiagnostics counts the session's conditions for @@warning_count and
+// @@error_count when query names either: go-mysql-server clears them when
+// it plans the statement that reads the variables, while MySQL reports
+// those of the statement before.
+func noteDiagnostics(s *Session, query string) {
+	if !containsFold(query, "warning_count") && !containsFold(query, "error_count") {
+		return
+	}
+	var n [2]int64
+	for _, w := range s.Warnings() {
+		n[0]++
+		if w.Level == "Error" {
+			n[1]++
+		}
+	}
+	s.diagCounts = n
+}
+
+// keepConditions is deferred around a statement that uses no table: as in
+// MySQL, such a statement leaves the session's conditions as they were
+// unless it raises its own (SELECT 1/0 does; SELECT @@warning_count does
+// not).
+func keepConditions(s *Session) func() {
+	before := s.Warnings() // newest first
+	if len(before) == 0 {
+		return func() {}
+	}
+	return func() {
+		if len(s.Warnings()) > 0 {
+			return
+		}
+		for i := len(before) - 1; i >= 0; i-- {
+			s.Warn(before[i])
+		}
+	}
+}
+
 var (
 	showErrorsRe = regexp.MustCompile(`(?is)^\s*SHOW\s+ERRORS(?:\s+LIMIT\s+(\d+)(?:\s*,\s*(\d+))?)?\s*;?\s*$`)
 	showCountRe  = regexp.MustCompile(`(?is)^\s*SHOW\s+COUNT\s*\(\s*\*\s*\)\s+(ERRORS|WARNINGS)\s*;?\s*$`)

@@ -385,6 +385,12 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 		return ToSQLError(err)
 	}
 	h.syncAutoIncrement(s)
+	if s != nil && info.kind == kindRead {
+		noteDiagnostics(s, query)
+		if info.nonPrimaryOK { // no FROM
+			defer keepConditions(s)()
+		}
+	}
 	if s != nil && info.set { // it may change the AUTO_INCREMENT variables
 		defer func() {
 			s.autoIncStride = 0

@@ -64,6 +64,10 @@ type Session struct {
 	// variables drops it. Copy-on-write, so a reader on another goroutine
 	// never sees a map being written.
 	vars atomic.Pointer[map[string]any]
+	// diagCounts are @@warning_count and @@error_count: the conditions
+	// the statement before the running one left, counted before
+	// go-mysql-server clears them (see noteDiagnostics).
+	diagCounts [2]int64
 }
 
 var (
@@ -106,6 +110,12 @@ func (s *Session) GetSessionVariable(ctx *sql.Context, name string) (any, error)
 		if _, v, ok := sql.SystemVariables.GetGlobal(name); ok {
 			return v, nil
 		}
+	}
+	switch name { // never memoized: they change with every statement
+	case "warning_count":
+		return s.diagCounts[0], nil
+	case "error_count":
+		return s.diagCounts[1], nil
 	}
 	v, err := s.BaseSession.GetSessionVariable(ctx, name)
 	if err == nil {

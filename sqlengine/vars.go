@@ -193,6 +193,12 @@ func RegisterSystemVariables(info NodeInfo) {
 		// certus_fast_path runs hot OLTP statements without the general
 		// planner (OFF: everything through it, e.g. to compare results).
 		boolean("certus_fast_path", 1, both),
+		// the previous statement's conditions (Session.GetSessionVariable
+		// answers them); read-only, as in MySQL
+		&sql.MysqlSystemVariable{Name: "warning_count", Scope: sql.GetMysqlScope(sql.SystemVariableScope_Session),
+			Type: types.NewSystemIntType("warning_count", 0, 65535, false), Default: int64(0)},
+		&sql.MysqlSystemVariable{Name: "error_count", Scope: sql.GetMysqlScope(sql.SystemVariableScope_Session),
+			Type: types.NewSystemIntType("error_count", 0, 65535, false), Default: int64(0)},
 		// InnoDB row locks are real here, so its timeout is too.
 		integer("innodb_lock_wait_timeout", 1, 1073741824, 50, both),
 		integer("innodb_autoinc_lock_mode", 0, 2, 2, global),

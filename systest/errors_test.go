@@ -217,6 +217,32 @@ func TestDiagnosticsArea(t *testing.T) {
 	if n := qInt(t, c, "SHOW COUNT(*) WARNINGS"); n != 1 {
 		t.Errorf("SHOW COUNT(*) WARNINGS after 1/0 = %d, want 1", n)
 	}
+	// a statement without tables leaves the conditions before it, and
+	// @@warning_count / @@error_count count them
+	xexec(t, c, "SELECT 1")
+	for q, want := range map[string]int64{"SELECT @@warning_count": 1, "SELECT @@session.error_count": 0, "SHOW COUNT(*) WARNINGS": 1} {
+		if n := qInt(t, c, q); n != want {
+			t.Errorf("%s after 1/0 and SELECT 1 = %d, want %d", q, n, want)
+		}
+	}
+	if err := tryExec(c, "SELECT * FROM nope"); err == nil {
+		t.Fatal("SELECT from a missing table succeeded")
+	}
+	if n := qInt(t, c, "SELECT @@error_count"); n != 1 {
+		t.Errorf("@@error_count after a failed SELECT = %d, want 1", n)
+	}
+	xexec(t, c, "CREATE TABLE w (id INT PRIMARY KEY)")
+	xexec(t, c, "INSERT IGNORE INTO w VALUES (1), (1), (1)")
+	if n := qInt(t, c, "SELECT @@warning_count"); n != 2 {
+		t.Errorf("@@warning_count after two ignored duplicates = %d, want 2", n)
+	}
+	if n := qInt(t, c, "SELECT COUNT(*) FROM w"); n != 1 {
+		t.Errorf("COUNT(*) = %d, want 1", n)
+	}
+	if n := qInt(t, c, "SELECT @@warning_count"); n != 0 {
+		t.Errorf("@@warning_count after a SELECT from a table = %d, want 0", n)
+	}
+	wantErr(t, tryExec(c, "SET warning_count = 3"), 1238, "HY000")
 	for _, q := range []string{"FLUSH LOGS", "FLUSH BINARY LOGS", "FLUSH LOCAL ERROR LOGS"} {
 		xexec(t, c, q)
 	}
