@@ -17,7 +17,8 @@ import (
 // ERRORS show it (go-mysql-server kept the conditions of the statement
 // before). SHOW ERRORS and SHOW COUNT(*) ERRORS | WARNINGS, which
 // go-mysql-server does not support, are answered from the session's
-// conditions.
+// conditions, and SHOW WARNINGS is too, to list them in the order they
+// were raised (go-mysql-server lists the newest first).
 
 // recordError makes se the session's one condition, level Error.
 func recordError(s *Session, se *mysql.SQLError) {
@@ -63,12 +64,12 @@ func keepConditions(s *Session) func() {
 }
 
 var (
-	showErrorsRe = regexp.MustCompile(`(?is)^\s*SHOW\s+ERRORS(?:\s+LIMIT\s+(\d+)(?:\s*,\s*(\d+))?)?\s*;?\s*$`)
+	showErrorsRe = regexp.MustCompile(`(?is)^\s*SHOW\s+(ERRORS|WARNINGS)(?:\s+LIMIT\s+(\d+)(?:\s*,\s*(\d+))?)?\s*;?\s*$`)
 	showCountRe  = regexp.MustCompile(`(?is)^\s*SHOW\s+COUNT\s*\(\s*\*\s*\)\s+(ERRORS|WARNINGS)\s*;?\s*$`)
 )
 
-// showDiagnostics answers SHOW ERRORS [LIMIT [offset,] n] and SHOW
-// COUNT(*) ERRORS | WARNINGS; handled is false for another statement.
+// showDiagnostics answers SHOW ERRORS | WARNINGS [LIMIT [offset,] n] and
+// SHOW COUNT(*) ERRORS | WARNINGS; handled is false for another statement.
 func (h *Handler) showDiagnostics(s *Session, query string, out func(*sqltypes.Result) error) (handled bool, err error) {
 	if s == nil {
 		return false, nil
@@ -93,13 +94,14 @@ func (h *Handler) showDiagnostics(s *Session, query string, out func(*sqltypes.R
 	if m == nil {
 		return false, nil
 	}
+	errs := strings.EqualFold(m[1], "ERRORS")
 	offset, limit := 0, -1 // LIMIT n, or LIMIT offset, n
 	switch {
+	case m[3] != "":
+		offset, _ = strconv.Atoi(m[2])
+		limit, _ = strconv.Atoi(m[3])
 	case m[2] != "":
-		offset, _ = strconv.Atoi(m[1])
 		limit, _ = strconv.Atoi(m[2])
-	case m[1] != "":
-		limit, _ = strconv.Atoi(m[1])
 	}
 	res := &sqltypes.Result{Fields: []*querypb.Field{
 		{Name: "Level", Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: 7 * 4},
@@ -111,7 +113,7 @@ func (h *Handler) showDiagnostics(s *Session, query string, out func(*sqltypes.R
 	k := 0
 	for i := len(ws) - 1; i >= 0; i-- {
 		w := ws[i]
-		if w.Level != "Error" {
+		if errs && w.Level != "Error" {
 			continue
 		}
 		if k++; k <= offset || limit >= 0 && len(res.Rows) >= limit {
@@ -120,6 +122,7 @@ func (h *Handler) showDiagnostics(s *Session, query string, out func(*sqltypes.R
 		res.Rows = append(res.Rows, []sqltypes.Value{sqltypes.NewVarChar(w.Level),
 			sqltypes.NewUint32(uint32(w.Code)), sqltypes.NewVarChar(w.Message)})
 	}
+	s.ClearWarningCount() // the result itself raised none
 	return true, out(res)
 }
 

@@ -116,7 +116,7 @@ type stmtInfo struct {
 	ddl          bool // CREATE, DROP, ALTER, RENAME, TRUNCATE
 	flushStatus  bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, and nothing else
 	flushLogs    bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] [BINARY | ...] LOGS
-	diagnostics  bool // SHOW ERRORS / SHOW COUNT(*) ...: read the session's conditions
+	diagnostics  bool // SHOW ERRORS / WARNINGS / COUNT(*) ...: read the session's conditions
 	// setGlobal: a SET that may assign a global (or persisted) variable,
 	// which needs SUPER or SYSTEM_VARIABLES_ADMIN
 	setGlobal  bool
@@ -162,7 +162,7 @@ func inspect(q string) stmtInfo {
 			info.processList = lx.word() == ""
 		case w == "ENGINE":
 			info.engineStatus = lx.word() == "INNODB" && lx.word() == "STATUS" && lx.word() == ""
-		case w == "ERRORS", w == "COUNT":
+		case w == "ERRORS", w == "WARNINGS", w == "COUNT":
 			info.diagnostics = true
 		}
 		return info

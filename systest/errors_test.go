@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -243,6 +244,18 @@ func TestDiagnosticsArea(t *testing.T) {
 		t.Errorf("@@warning_count after a SELECT from a table = %d, want 0", n)
 	}
 	wantErr(t, tryExec(c, "SET warning_count = 3"), 1238, "HY000")
+	// in the order raised
+	xexec(t, c, "SELECT CAST('1a' AS SIGNED), CAST('2b' AS SIGNED)")
+	for q, want := range map[string]string{"SHOW WARNINGS LIMIT 1": "1a", "SHOW WARNINGS LIMIT 1, 1": "2b"} {
+		var level, msg string
+		var code int
+		if err := c.QueryRowContext(t.Context(), q).Scan(&level, &code, &msg); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if !strings.Contains(msg, want) {
+			t.Errorf("%s = %s, want the warning about %s", q, msg, want)
+		}
+	}
 	for _, q := range []string{"FLUSH LOGS", "FLUSH BINARY LOGS", "FLUSH LOCAL ERROR LOGS"} {
 		xexec(t, c, q)
 	}
