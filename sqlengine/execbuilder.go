@@ -8,8 +8,10 @@ import (
 // priorityBuilder is go-mysql-server's exec builder's priority builder:
 // it builds the few nodes whose answers Certus gives as MySQL does
 // (EXPLAIN, SHOW INDEX), has base build a node whose expressions compare
-// a date with an integer with the integer read as a date (numericdate.go),
-// and leaves every other node to go-mysql-server (a nil iterator).
+// a date with an integer with the integer read as a date (numericdate.go)
+// and INSERTs and UPDATEs with the strings they store into numeric
+// columns checked (strictnum.go), and leaves every other node to
+// go-mysql-server (a nil iterator).
 type priorityBuilder struct {
 	base sql.NodeExecBuilder
 }
@@ -23,6 +25,16 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 		}
 	case *plan.ShowIndexes:
 		return showIndexes(ctx, n)
+	case *plan.InsertInto:
+		if ii := checkedInsert(ctx, n); ii != nil {
+			return b.base.Build(ctx, ii, row)
+		}
+	case *strictInsertSource:
+		src, err := b.base.Build(ctx, n.Child, row)
+		if err != nil {
+			return nil, err
+		}
+		return &strictInsertRows{src: src, n: n, lenient: lenientStore(ctx, n.ignore)}, nil
 	case sql.Expressioner:
 		exprs := n.Expressions()
 		var out []sql.Expression
@@ -36,12 +48,29 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 			}
 			out[i] = d
 		}
+		var counted *int64
+		if u, ok := n.(*plan.UpdateSource); ok {
+			assigned := exprs
+			if out != nil {
+				assigned = out
+			}
+			counted = new(int64)
+			if checked := checkedAssignments(ctx, u, assigned, counted); checked != nil {
+				out = checked
+			} else {
+				counted = nil
+			}
+		}
 		if out != nil {
 			m, err := n.WithExpressions(ctx, out...)
 			if err != nil {
 				return nil, err
 			}
-			return b.base.Build(ctx, m, row)
+			it, err := b.base.Build(ctx, m, row)
+			if counted != nil && err == nil {
+				it = &countedRows{RowIter: it, row: counted}
+			}
+			return it, err
 		}
 	}
 	return nil, nil

@@ -300,3 +300,55 @@ func TestErrorMessages(t *testing.T) {
 		t.Errorf("connecting to a missing database: %v", err)
 	}
 }
+
+// TestStrictNumericStrings checks strings stored into numeric columns as
+// MySQL checks them: in strict mode ” or 'abc' fail with 1366 and '3x'
+// with 1265, and the statement changes nothing; with IGNORE or outside
+// strict mode the column gets 0 or the number and the statement a
+// warning. Text and prepared statements alike.
+func TestStrictNumericStrings(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	c := conn(t, db)
+	xexec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, i INT, d DECIMAL(5,2), f DOUBLE)")
+	xexec(t, c, "INSERT INTO t VALUES (1, ' 42 ', ' 1.5 ', '2e3'), (2, '3.7', '.25', '-1')")
+	if got := qStr(t, c, "SELECT CONCAT_WS(',', i, d, f) FROM t WHERE id = 1"); got != "42,1.50,2000" {
+		t.Errorf("row 1 = %s, want 42,1.50,2000", got)
+	}
+	for _, tc := range []struct {
+		q     string
+		args  []any
+		code  uint16
+		state string
+		msg   string
+	}{
+		{"INSERT INTO t (id, i) VALUES (3, '')", nil, 1366, "HY000", "Incorrect integer value: '' for column 'i' at row 1"},
+		{"INSERT INTO t (id, i) VALUES (3, ?)", []any{""}, 1366, "HY000", "Incorrect integer value: '' for column 'i' at row 1"},
+		{"INSERT INTO t (id, d) VALUES (3, 'abc')", nil, 1366, "HY000", "Incorrect decimal value: 'abc' for column 'd' at row 1"},
+		{"INSERT INTO t (id, f) VALUES (3, ' ')", nil, 1366, "HY000", "Incorrect double value: ' ' for column 'f' at row 1"},
+		{"INSERT INTO t (id, i) VALUES (3, '3x')", nil, 1265, "01000", "Data truncated for column 'i' at row 1"},
+		{"INSERT INTO t (id, i) VALUES (3, 5), (4, '0x1F')", nil, 1265, "01000", "Data truncated for column 'i' at row 2"},
+		{"UPDATE t SET i = '' WHERE id = 1", nil, 1366, "HY000", "Incorrect integer value: '' for column 'i' at row 1"},
+		{"UPDATE t SET d = ? WHERE id >= 1", []any{"9q"}, 1265, "01000", "Data truncated for column 'd' at row 1"},
+	} {
+		err := tryExec(c, tc.q, tc.args...)
+		if checkErr(t, err, tc.code, tc.state, tc.q) && !strings.HasSuffix(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want the message %q", tc.q, err, tc.msg)
+		}
+	}
+	if got := qStr(t, c, "SELECT GROUP_CONCAT(CONCAT_WS(',', id, i, d, f) ORDER BY id SEPARATOR ';') FROM t"); got != "1,42,1.50,2000;2,4,0.25,-1" {
+		t.Errorf("after the failed statements the table holds %s", got)
+	}
+	xexec(t, c, "INSERT IGNORE INTO t (id, i, d) VALUES (5, 'q', '5y')")
+	if n := qInt(t, c, "SELECT @@warning_count"); n != 2 {
+		t.Errorf("INSERT IGNORE of two bad strings raised %d warnings, want 2", n)
+	}
+	xexec(t, c, "SET sql_mode = ''")
+	xexec(t, c, "INSERT INTO t (id, i, f) VALUES (6, '', '12ab')")
+	if n := qInt(t, c, "SELECT @@warning_count"); n != 2 {
+		t.Errorf("a non-strict INSERT of two bad strings raised %d warnings, want 2", n)
+	}
+	xexec(t, c, "UPDATE t SET i = '7 apples' WHERE id = 6")
+	if got := qStr(t, c, "SELECT GROUP_CONCAT(CONCAT_WS(',', id, i, d, f) ORDER BY id SEPARATOR ';') FROM t WHERE id > 4"); got != "5,0,5.00;6,7,12" {
+		t.Errorf("rows stored with warnings: %s, want 5,0,5.00;6,7,12", got)
+	}
+}

@@ -1,0 +1,287 @@
+package sqlengine
+
+import (
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/plan"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/mysql"
+)
+
+// A string stored into a numeric column is read as MySQL reads it: blanks,
+// a number, blanks. When there is no number ('' or 'abc') MySQL reports
+// 1366 (Incorrect integer value); when something follows the number
+// ('3x') it reports 1265 (Data truncated). In strict mode either fails
+// the statement; otherwise, or with IGNORE, the column gets 0 or the
+// number and the statement a warning. go-mysql-server stores '' as 0
+// without a word and fails '3x' with its own 1366, so INSERT's rows and
+// UPDATE's assignments are checked here first (the fast path never stores
+// a string into a numeric column).
+
+// numberIn finds the number a string stored into a numeric column holds:
+// s[start:end], and whether anything but blanks follows it. ok is false
+// when s holds no number.
+func numberIn(s string) (start, end int, trailing, ok bool) {
+	i := skipBlanks(s, 0)
+	start = i
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	digits := 0
+	for ; i < len(s) && isDigit(s[i]); i++ {
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		j := i + 1
+		for ; j < len(s) && isDigit(s[j]); j++ {
+			digits++
+		}
+		if digits > 0 {
+			i = j
+		}
+	}
+	if digits == 0 {
+		return start, start, false, false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		j := i + 1
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		if j < len(s) && isDigit(s[j]) {
+			for j < len(s) && isDigit(s[j]) {
+				j++
+			}
+			i = j
+		}
+	}
+	return start, i, skipBlanks(s, i) < len(s), true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// skipBlanks returns the index of the first byte at or after i that is
+// not one of MySQL's blanks.
+func skipBlanks(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r', '\v', '\f':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// numericKind names a numeric column type as MySQL's 1366 message does,
+// or is "" for a type that is not checked.
+func numericKind(t sql.Type) string {
+	switch {
+	case types.IsInteger(t):
+		return "integer"
+	case types.IsDecimal(t):
+		return "decimal"
+	case types.IsFloat(t):
+		return "double"
+	}
+	return ""
+}
+
+// storeNumber checks v, about to be stored into the numeric column col
+// (of kind, see numericKind) as row number row of the statement, and
+// returns what to store instead. lenient is true for IGNORE and outside
+// strict mode: a bad string then warns instead of failing.
+func storeNumber(ctx *sql.Context, col, kind string, v any, row int64, lenient bool) (any, error) {
+	s, ok := v.(string) // not []byte: 0x7E is a number here
+	if !ok {
+		return v, nil
+	}
+	start, end, trailing, ok := numberIn(s)
+	var se *mysql.SQLError
+	switch {
+	case !ok:
+		se = mysql.NewSQLError(mysql.ERTruncatedWrongValueForField, "HY000",
+			"Incorrect %s value: '%s' for column '%s' at row %d", kind, s, col, row)
+	case trailing:
+		se = mysql.NewSQLError(mysql.ERWarnDataTruncated, "01000", "Data truncated for column '%s' at row %d", col, row)
+	default:
+		return v, nil
+	}
+	if !lenient {
+		return nil, se
+	}
+	ctx.Session.Warn(&sql.Warning{Level: "Warning", Code: se.Number(), Message: se.Message})
+	if !ok {
+		return int64(0), nil
+	}
+	return s[start:end], nil
+}
+
+// lenientStore reports whether a bad value warns rather than fails the
+// statement: with IGNORE, or when sql_mode is not strict.
+func lenientStore(ctx *sql.Context, ignore bool) bool {
+	return ignore || !sql.LoadSqlMode(ctx).Strict()
+}
+
+// strictInsertSource is an INSERT's source whose rows storeNumber checks
+// before go-mysql-server converts them to the destination's types.
+type strictInsertSource struct {
+	plan.UnaryNode
+	dst     sql.Schema
+	numeric []int // indexes of dst's checked columns
+	ignore  bool
+}
+
+var _ sql.Node = (*strictInsertSource)(nil)
+
+// checkedInsert returns ii with its source checked, or nil when ii has no
+// numeric column or is checked already.
+func checkedInsert(ctx *sql.Context, ii *plan.InsertInto) *plan.InsertInto {
+	if _, ok := ii.Source.(*strictInsertSource); ok {
+		return nil
+	}
+	dst := ii.Destination.Schema(ctx)
+	var numeric []int
+	for i, c := range dst {
+		if numericKind(c.Type) != "" {
+			numeric = append(numeric, i)
+		}
+	}
+	if numeric == nil {
+		return nil
+	}
+	return ii.WithSource(&strictInsertSource{UnaryNode: plan.UnaryNode{Child: ii.Source}, dst: dst, numeric: numeric, ignore: ii.Ignore})
+}
+
+// String implements sql.Node.
+func (n *strictInsertSource) String() string { return n.Child.String() }
+
+// IsReadOnly implements sql.Node.
+func (n *strictInsertSource) IsReadOnly() bool { return n.Child.IsReadOnly() }
+
+// WithChildren implements sql.Node.
+func (n *strictInsertSource) WithChildren(_ *sql.Context, children ...sql.Node) (sql.Node, error) {
+	if len(children) != 1 {
+		return nil, sql.ErrInvalidChildrenNumber.New(n, len(children), 1)
+	}
+	c := *n
+	c.Child = children[0]
+	return &c, nil
+}
+
+// strictInsertRows checks the rows of a strictInsertSource.
+type strictInsertRows struct {
+	src     sql.RowIter
+	n       *strictInsertSource
+	lenient bool
+	row     int64
+}
+
+// Next implements sql.RowIter.
+func (it *strictInsertRows) Next(ctx *sql.Context) (sql.Row, error) {
+	r, err := it.src.Next(ctx)
+	if err != nil {
+		return r, err
+	}
+	it.row++
+	if len(r) != len(it.n.dst) {
+		// a row laid out otherwise (a trigger's INSERT also carries the
+		// outer row's columns) is left to go-mysql-server
+		return r, nil
+	}
+	for _, i := range it.n.numeric {
+		c := it.n.dst[i]
+		v, err := storeNumber(ctx, c.Name, numericKind(c.Type), r[i], it.row, it.lenient)
+		if err != nil {
+			return nil, err
+		}
+		r[i] = v
+	}
+	return r, nil
+}
+
+// Close implements sql.RowIter.
+func (it *strictInsertRows) Close(ctx *sql.Context) error { return it.src.Close(ctx) }
+
+// strictAssign is the value of an UPDATE's assignment to a numeric column,
+// checked by storeNumber.
+type strictAssign struct {
+	expression.UnaryExpressionStub
+	col, kind string
+	lenient   bool
+	row       *int64 // the number of the row being updated (see countedRows)
+}
+
+var _ sql.Expression = (*strictAssign)(nil)
+
+// checkedAssignments returns the assignments of an UPDATE with their
+// values to numeric columns checked, or nil when there are none (or they
+// are checked already). row is to count the rows the UPDATE reads (see
+// countedRows).
+func checkedAssignments(ctx *sql.Context, u *plan.UpdateSource, exprs []sql.Expression, row *int64) []sql.Expression {
+	var out []sql.Expression
+	lenient := lenientStore(ctx, u.Ignore)
+	for i, e := range exprs {
+		sf, ok := e.(*expression.SetField)
+		if !ok {
+			continue
+		}
+		gf, ok := sf.LeftChild.(*expression.GetField)
+		if !ok {
+			continue
+		}
+		kind := numericKind(gf.Type(ctx))
+		if kind == "" {
+			continue
+		}
+		if _, ok := sf.RightChild.(*strictAssign); ok {
+			return nil
+		}
+		if out == nil {
+			out = append([]sql.Expression(nil), exprs...)
+		}
+		out[i] = expression.NewSetField(gf, &strictAssign{UnaryExpressionStub: expression.UnaryExpressionStub{Child: sf.RightChild},
+			col: gf.Name(), kind: kind, lenient: lenient, row: row})
+	}
+	return out
+}
+
+// countedRows counts the rows asked of an UPDATE's source into row before
+// its assignments are evaluated for each, so a checked assignment knows
+// the row number MySQL's messages give.
+type countedRows struct {
+	sql.RowIter
+	row *int64
+}
+
+// Next implements sql.RowIter.
+func (it *countedRows) Next(ctx *sql.Context) (sql.Row, error) {
+	*it.row++
+	return it.RowIter.Next(ctx)
+}
+
+// Eval implements sql.Expression.
+func (a *strictAssign) Eval(ctx *sql.Context, row sql.Row) (any, error) {
+	v, err := a.Child.Eval(ctx, row)
+	if err != nil || v == nil {
+		return v, err
+	}
+	return storeNumber(ctx, a.col, a.kind, v, *a.row, a.lenient)
+}
+
+// Type implements sql.Expression.
+func (a *strictAssign) Type(ctx *sql.Context) sql.Type { return a.Child.Type(ctx) }
+
+// String implements sql.Expression.
+func (a *strictAssign) String() string { return a.Child.String() }
+
+// WithChildren implements sql.Expression.
+func (a *strictAssign) WithChildren(_ *sql.Context, children ...sql.Expression) (sql.Expression, error) {
+	if len(children) != 1 {
+		return nil, sql.ErrInvalidChildrenNumber.New(a, len(children), 1)
+	}
+	c := *a
+	c.Child = children[0]
+	return &c, nil
+}
