@@ -147,7 +147,11 @@ var kindCodes = buildKindCodes([]struct {
 	{sql.ErrTableAccessDeniedForUser, erTableAccessDenied, "42000"},
 	{sql.ErrDatabaseAccessDeniedForUser, mysql.ERDBAccessDenied, "42000"},
 	{analyzererrors.ErrValidationGroupBy, mysql.ERWrongFieldWithGroup, "42000"},
+	{sql.ErrCheckConstraintViolated, erCheckConstraintViolated, "HY000"},
 })
+
+// erCheckConstraintViolated is MySQL's ER_CHECK_CONSTRAINT_VIOLATED.
+const erCheckConstraintViolated = 3819
 
 // erTableAccessDenied is MySQL's ER_TABLEACCESS_DENIED_ERROR ("SELECT
 // command denied to user ... for table ..."), which vitess does not name.

@@ -25,6 +25,7 @@ var mysqlMessages = []struct {
 	{mysql.ERDupFieldName, regexp.MustCompile("^duplicate column name: `(.+)`$"), "Duplicate column name '$1'"},
 	{mysql.ERDupFieldName, regexp.MustCompile(`^Column "(.+)" already exists$`), "Duplicate column name '$1'"},
 	{mysql.ERSPDoesNotExist, regexp.MustCompile(`^stored procedure "(.+)" does not exist$`), "PROCEDURE $db$1 does not exist"},
+	{erCheckConstraintViolated, regexp.MustCompile(`^Check constraint "(.+)" violated$`), "Check constraint '$1' is violated."},
 }
 
 var (

@@ -16,7 +16,9 @@ import (
 // number and the statement a warning. go-mysql-server stores '' as 0
 // without a word and fails '3x' with its own 1366, so INSERT's rows and
 // UPDATE's assignments are checked here first (the fast path never stores
-// a string into a numeric column).
+// a string into a numeric column). A string that is no valid date for a
+// DATE, DATETIME or TIMESTAMP column is MySQL's 1292 naming the column in
+// strict mode (go-mysql-server's 1366 did not name it).
 
 // numberIn finds the number a string stored into a numeric column holds:
 // s[start:end], and whether anything but blanks follows it. ok is false
@@ -74,9 +76,9 @@ func skipBlanks(s string, i int) int {
 	return i
 }
 
-// numericKind names a numeric column type as MySQL's 1366 message does,
-// or is "" for a type that is not checked.
-func numericKind(t sql.Type) string {
+// storedKind names a column type as MySQL's 1366 and 1292 messages do,
+// or is "" for a type whose strings are not checked here.
+func storedKind(t sql.Type) string {
 	switch {
 	case types.IsInteger(t):
 		return "integer"
@@ -84,17 +86,30 @@ func numericKind(t sql.Type) string {
 		return "decimal"
 	case types.IsFloat(t):
 		return "double"
+	case types.IsDateType(t):
+		return "date"
+	case types.IsDatetimeType(t), types.IsTimestampType(t):
+		return "datetime"
 	}
 	return ""
 }
 
-// storeNumber checks v, about to be stored into the numeric column col
-// (of kind, see numericKind) as row number row of the statement, and
+// storeValue checks v, about to be stored into the column col of type typ
+// (of kind, see storedKind) as row number row of the statement, and
 // returns what to store instead. lenient is true for IGNORE and outside
 // strict mode: a bad string then warns instead of failing.
-func storeNumber(ctx *sql.Context, col, kind string, v any, row int64, lenient bool) (any, error) {
+func storeValue(ctx *sql.Context, col string, typ sql.Type, kind string, v any, row int64, lenient bool) (any, error) {
 	s, ok := v.(string) // not []byte: 0x7E is a number here
 	if !ok {
+		return v, nil
+	}
+	if kind == "date" || kind == "datetime" {
+		// go-mysql-server refuses an invalid date as 1366 without naming
+		// the column; outside strict mode it is left to go-mysql-server
+		if _, _, err := typ.Convert(ctx, s); err != nil && !lenient {
+			return nil, mysql.NewSQLError(erTruncatedWrongValue, "22007",
+				"Incorrect %s value: '%s' for column '%s' at row %d", kind, s, col, row)
+		}
 		return v, nil
 	}
 	start, end, trailing, ok := numberIn(s)
@@ -118,40 +133,43 @@ func storeNumber(ctx *sql.Context, col, kind string, v any, row int64, lenient b
 	return s[start:end], nil
 }
 
+// erTruncatedWrongValue is MySQL's ER_TRUNCATED_WRONG_VALUE (1292).
+const erTruncatedWrongValue = 1292
+
 // lenientStore reports whether a bad value warns rather than fails the
 // statement: with IGNORE, or when sql_mode is not strict.
 func lenientStore(ctx *sql.Context, ignore bool) bool {
 	return ignore || !sql.LoadSqlMode(ctx).Strict()
 }
 
-// strictInsertSource is an INSERT's source whose rows storeNumber checks
+// strictInsertSource is an INSERT's source whose rows storeValue checks
 // before go-mysql-server converts them to the destination's types.
 type strictInsertSource struct {
 	plan.UnaryNode
 	dst     sql.Schema
-	numeric []int // indexes of dst's checked columns
+	checked []int // indexes of dst's checked columns
 	ignore  bool
 }
 
 var _ sql.Node = (*strictInsertSource)(nil)
 
 // checkedInsert returns ii with its source checked, or nil when ii has no
-// numeric column or is checked already.
+// checked column or is checked already.
 func checkedInsert(ctx *sql.Context, ii *plan.InsertInto) *plan.InsertInto {
 	if _, ok := ii.Source.(*strictInsertSource); ok {
 		return nil
 	}
 	dst := ii.Destination.Schema(ctx)
-	var numeric []int
+	var checked []int
 	for i, c := range dst {
-		if numericKind(c.Type) != "" {
-			numeric = append(numeric, i)
+		if storedKind(c.Type) != "" {
+			checked = append(checked, i)
 		}
 	}
-	if numeric == nil {
+	if checked == nil {
 		return nil
 	}
-	return ii.WithSource(&strictInsertSource{UnaryNode: plan.UnaryNode{Child: ii.Source}, dst: dst, numeric: numeric, ignore: ii.Ignore})
+	return ii.WithSource(&strictInsertSource{UnaryNode: plan.UnaryNode{Child: ii.Source}, dst: dst, checked: checked, ignore: ii.Ignore})
 }
 
 // String implements sql.Node.
@@ -190,9 +208,9 @@ func (it *strictInsertRows) Next(ctx *sql.Context) (sql.Row, error) {
 		// outer row's columns) is left to go-mysql-server
 		return r, nil
 	}
-	for _, i := range it.n.numeric {
+	for _, i := range it.n.checked {
 		c := it.n.dst[i]
-		v, err := storeNumber(ctx, c.Name, numericKind(c.Type), r[i], it.row, it.lenient)
+		v, err := storeValue(ctx, c.Name, c.Type, storedKind(c.Type), r[i], it.row, it.lenient)
 		if err != nil {
 			return nil, err
 		}
@@ -204,11 +222,12 @@ func (it *strictInsertRows) Next(ctx *sql.Context) (sql.Row, error) {
 // Close implements sql.RowIter.
 func (it *strictInsertRows) Close(ctx *sql.Context) error { return it.src.Close(ctx) }
 
-// strictAssign is the value of an UPDATE's assignment to a numeric column,
-// checked by storeNumber.
+// strictAssign is the value of an UPDATE's assignment to a checked column
+// (see storedKind), checked by storeValue.
 type strictAssign struct {
 	expression.UnaryExpressionStub
 	col, kind string
+	typ       sql.Type
 	lenient   bool
 	row       *int64 // the number of the row being updated (see countedRows)
 }
@@ -216,7 +235,7 @@ type strictAssign struct {
 var _ sql.Expression = (*strictAssign)(nil)
 
 // checkedAssignments returns the assignments of an UPDATE with their
-// values to numeric columns checked, or nil when there are none (or they
+// values to checked columns checked, or nil when there are none (or they
 // are checked already). row is to count the rows the UPDATE reads (see
 // countedRows).
 func checkedAssignments(ctx *sql.Context, u *plan.UpdateSource, exprs []sql.Expression, row *int64) []sql.Expression {
@@ -231,7 +250,7 @@ func checkedAssignments(ctx *sql.Context, u *plan.UpdateSource, exprs []sql.Expr
 		if !ok {
 			continue
 		}
-		kind := numericKind(gf.Type(ctx))
+		kind := storedKind(gf.Type(ctx))
 		if kind == "" {
 			continue
 		}
@@ -242,7 +261,7 @@ func checkedAssignments(ctx *sql.Context, u *plan.UpdateSource, exprs []sql.Expr
 			out = append([]sql.Expression(nil), exprs...)
 		}
 		out[i] = expression.NewSetField(gf, &strictAssign{UnaryExpressionStub: expression.UnaryExpressionStub{Child: sf.RightChild},
-			col: gf.Name(), kind: kind, lenient: lenient, row: row})
+			col: gf.Name(), typ: gf.Type(ctx), kind: kind, lenient: lenient, row: row})
 	}
 	return out
 }
@@ -267,7 +286,7 @@ func (a *strictAssign) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	if err != nil || v == nil {
 		return v, err
 	}
-	return storeNumber(ctx, a.col, a.kind, v, *a.row, a.lenient)
+	return storeValue(ctx, a.col, a.typ, a.kind, v, *a.row, a.lenient)
 }
 
 // Type implements sql.Expression.

@@ -275,6 +275,7 @@ func TestErrorMessages(t *testing.T) {
 	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, a INT)")
 	xexec(t, db, "CREATE TABLE dd (id INT PRIMARY KEY, d DATE, UNIQUE KEY d (d))")
 	xexec(t, db, "INSERT INTO dd VALUES (1, '2024-01-05')")
+	xexec(t, db, "CREATE TABLE ck (a INT, CONSTRAINT pos CHECK (a > 0))")
 	for q, want := range map[string]string{
 		"SELECT * FROM nope":                      "Error 1146 (42S02): Table 'd1.nope' doesn't exist",
 		"SELECT * FROM other.nope":                "Error 1146 (42S02): Table 'other.nope' doesn't exist",
@@ -285,6 +286,9 @@ func TestErrorMessages(t *testing.T) {
 		"CREATE TABLE u (a INT, a INT)":           "Error 1060 (42S21): Duplicate column name 'a'",
 		"INSERT INTO dd VALUES (2, '2024-01-05')": "Error 1062 (23000): Duplicate entry '2024-01-05' for key 'dd.d'",
 		"CALL nope()":                             "Error 1305 (42000): PROCEDURE d1.nope does not exist",
+		"INSERT INTO ck VALUES (-1)":              "Error 3819 (HY000): Check constraint 'pos' is violated.",
+		"INSERT INTO dd VALUES (3, '2024-02-30')": "Error 1292 (22007): Incorrect date value: '2024-02-30' for column 'd' at row 1",
+		"UPDATE dd SET d = '2023-02-29'":          "Error 1292 (22007): Incorrect date value: '2023-02-29' for column 'd' at row 1",
 		"SELECT * FROM nodb.t":                    "Error 1146 (42S02): Table 'nodb.t' doesn't exist",
 	} {
 		if err := tryExec(db, q); err == nil || err.Error() != want {
