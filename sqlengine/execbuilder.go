@@ -10,14 +10,22 @@ import (
 // (EXPLAIN, SHOW INDEX), has base build a node whose expressions compare
 // a date with an integer with the integer read as a date (numericdate.go)
 // and INSERTs and UPDATEs with the strings they store into numeric
-// columns checked (strictnum.go), and leaves every other node to
-// go-mysql-server (a nil iterator).
+// columns checked (strictnum.go) and the CHECK constraints that a table
+// with virtual columns hid (virtualchecks.go), and leaves every other node
+// to go-mysql-server (a nil iterator).
 type priorityBuilder struct {
 	base sql.NodeExecBuilder
+	cat  sql.Catalog
 }
 
 // Build implements sql.NodeExecBuilder.
 func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.RowIter, error) {
+	if m, ok, err := withHiddenChecks(ctx, b.cat, n); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return b.base.Build(ctx, m, row)
+	}
 	switch n := n.(type) {
 	case *plan.DescribeQuery:
 		if it, ok := explain(ctx, n); ok {

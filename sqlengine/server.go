@@ -89,7 +89,7 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 		AddPostAnalyzeRule(exactSumsID, exactSums).
 		AddOverrides(sql.EngineOverrides{CostedIndexScanExpressionFilter: betweenAsRange{}}).Build()
 	groupByChecksColumnsOnly(a)
-	a.ExecBuilder.PriorityBuilder = &priorityBuilder{base: a.ExecBuilder}
+	a.ExecBuilder.PriorityBuilder = &priorityBuilder{base: a.ExecBuilder, cat: a.Catalog}
 	e := sqle.New(a, &sqle.Config{VersionPostfix: "Certus"})
 	a.Catalog.InfoSchema = withVarTables(a.Catalog.InfoSchema)
 	if cluster != nil {

@@ -356,3 +356,46 @@ func TestStrictNumericStrings(t *testing.T) {
 		t.Errorf("rows stored with warnings: %s, want 5,0,5.00;6,7,12", got)
 	}
 }
+
+// TestChecksWithVirtualColumns checks that a table with a virtual
+// generated column enforces its CHECK constraints, including one on the
+// virtual column, through INSERT (text and prepared), REPLACE, ON
+// DUPLICATE KEY UPDATE and UPDATE, and that SHOW CREATE TABLE lists them
+// (go-mysql-server's wrapper of such tables hid them: nothing was
+// enforced).
+func TestChecksWithVirtualColumns(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	c := conn(t, db)
+	xexec(t, c, "CREATE TABLE v (id INT PRIMARY KEY, a INT, b INT AS (a * 2), CHECK (a > 0), CONSTRAINT small CHECK (b < 100))")
+	xexec(t, c, "INSERT INTO v (id, a) VALUES (1, 1)")
+	for _, tc := range []struct {
+		q    string
+		args []any
+		name string
+	}{
+		{"INSERT INTO v (id, a) VALUES (2, -1)", nil, "v_chk_1"},
+		{"INSERT INTO v (id, a) VALUES (?, ?)", []any{2, -1}, "v_chk_1"},
+		{"INSERT INTO v (id, a) VALUES (2, 60)", nil, "small"},
+		{"REPLACE INTO v (id, a) VALUES (1, -5)", nil, "v_chk_1"},
+		{"INSERT INTO v (id, a) VALUES (1, 2) ON DUPLICATE KEY UPDATE a = -1", nil, "v_chk_1"},
+		{"UPDATE v SET a = 50 WHERE id = 1", nil, "small"},
+		{"UPDATE v SET a = a - 5", nil, "v_chk_1"},
+	} {
+		err := tryExec(c, tc.q, tc.args...)
+		if checkErr(t, err, 3819, "HY000", tc.q) && !strings.Contains(err.Error(), "'"+tc.name+"'") {
+			t.Errorf("%s: %v, want constraint %s", tc.q, err, tc.name)
+		}
+	}
+	if got := qStr(t, c, "SELECT CONCAT_WS(',', COUNT(*), SUM(a), SUM(b)) FROM v"); got != "1,1,2" {
+		t.Errorf("after the refused statements the table holds (count, a, b) %s, want 1,1,2", got)
+	}
+	var name, ddl string
+	if err := c.QueryRowContext(t.Context(), "SHOW CREATE TABLE v").Scan(&name, &ddl); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CONSTRAINT `v_chk_1` CHECK ((`a` > 0))", "CONSTRAINT `small` CHECK ((`b` < 100))"} {
+		if !strings.Contains(ddl, want) {
+			t.Errorf("SHOW CREATE TABLE lacks %s:\n%s", want, ddl)
+		}
+	}
+}
