@@ -1,6 +1,8 @@
 package sqlengine
 
 import (
+	"sync"
+
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 )
@@ -16,6 +18,9 @@ import (
 type priorityBuilder struct {
 	base sql.NodeExecBuilder
 	cat  sql.Catalog
+	// building are the nodes go-mysql-server is building for a node built
+	// here (see showColumns)
+	building sync.Map
 }
 
 // Build implements sql.NodeExecBuilder.
@@ -33,6 +38,8 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 		}
 	case *plan.ShowIndexes:
 		return showIndexes(ctx, n)
+	case *plan.ShowColumns:
+		return showColumns(ctx, &b.building, b.base, n, row)
 	case *plan.InsertInto:
 		if ii := checkedInsert(ctx, n); ii != nil {
 			return b.base.Build(ctx, ii, row)

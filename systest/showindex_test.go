@@ -41,3 +41,38 @@ func TestShowIndex(t *testing.T) {
 		t.Errorf("SHOW INDEX:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestShowColumns checks SHOW FULL COLUMNS as ORMs read it (Rails builds
+// its column types from it): Type without a COLLATE clause, the column's
+// own collation, and the privileges.
+func TestShowColumns(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(20), c CHAR(3) COLLATE utf8mb4_bin, d BLOB, e ENUM('x','y'))")
+	rows, err := db.QueryContext(t.Context(), "SHOW FULL COLUMNS FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var field, typ, null, key, extra, privileges, comment string
+		var collation, def sql.NullString
+		if err := rows.Scan(&field, &typ, &collation, &null, &key, &def, &extra, &privileges, &comment); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %s", field, typ, collation.String, privileges))
+	}
+	want := []string{
+		"id int  select,insert,update,references",
+		"a varchar(20) utf8mb4_0900_ai_ci select,insert,update,references",
+		"c char(3) utf8mb4_bin select,insert,update,references",
+		"d blob  select,insert,update,references",
+		"e enum('x','y') utf8mb4_0900_ai_ci select,insert,update,references",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("SHOW FULL COLUMNS:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if typ := qStr(t, db, "SELECT COLUMN_TYPE FROM information_schema.columns WHERE table_name = 't' AND column_name = 'a'"); typ != "varchar(20)" {
+		t.Errorf("COLUMN_TYPE = %s", typ)
+	}
+}
