@@ -1,7 +1,9 @@
 package compat
 
 import (
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/enginetest"
@@ -24,6 +26,19 @@ var showIndexRe = regexp.MustCompile(`(?i)^\s*SHOW\s+(INDEX|INDEXES|KEYS)\b`)
 
 // showColumnsRe matches SHOW [FULL] COLUMNS / FIELDS and DESCRIBE.
 var showColumnsRe = regexp.MustCompile(`(?i)^\s*(SHOW\s+(FULL\s+)?(COLUMNS|FIELDS)|DESC|DESCRIBE)\b`)
+
+// defaultAsMySQL is a default as go-mysql-server's SHOW COLUMNS gives it
+// (a quoted literal, an expression in two pairs of parentheses) as MySQL
+// gives it: the value, the expression in one pair.
+func defaultAsMySQL(e string) string {
+	switch {
+	case len(e) >= 2 && e[0] == '\'' && e[len(e)-1] == '\'':
+		return strings.ReplaceAll(e[1:len(e)-1], "''", "'")
+	case strings.HasPrefix(e, "((") && strings.HasSuffix(e, "))"):
+		return e[1 : len(e)-1]
+	}
+	return e
+}
 
 // typeClausesRe is what go-mysql-server appends to a column type in SHOW
 // COLUMNS and Certus does not.
@@ -53,8 +68,9 @@ func (h *Harness) EvaluateQueryResults(t *testing.T, expected []sql.Row, expecte
 	}
 	if showColumnsRe.MatchString(query) {
 		// SHOW COLUMNS: Type without go-mysql-server's COLLATE clause (the
-		// rest of it is compared), and with FULL the column's own
-		// Collation and MySQL's Privileges, in Certus
+		// rest of it is compared), defaults as values, generated columns
+		// in Extra, and with FULL the column's own Collation and MySQL's
+		// Privileges, in Certus
 		for i := range actual {
 			if i >= len(expected) || len(actual[i]) != len(expected[i]) {
 				continue
@@ -62,8 +78,16 @@ func (h *Harness) EvaluateQueryResults(t *testing.T, expected []sql.Row, expecte
 			if e, ok := expected[i][1].(string); ok && typeClausesRe.ReplaceAllString(e, "") == actual[i][1] {
 				actual[i][1] = e
 			}
+			def := 4
 			if len(actual[i]) == 9 {
 				actual[i][2], actual[i][7] = expected[i][2], expected[i][7]
+				def = 5
+			}
+			if e, ok := expected[i][def].(string); ok && defaultAsMySQL(e) == actual[i][def] {
+				actual[i][def] = e
+			}
+			if e, ok := expected[i][def+1].(string); ok && e == "" && strings.HasSuffix(fmt.Sprint(actual[i][def+1]), " GENERATED") {
+				actual[i][def+1] = e
 			}
 		}
 	}

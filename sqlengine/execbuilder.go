@@ -18,9 +18,34 @@ import (
 type priorityBuilder struct {
 	base sql.NodeExecBuilder
 	cat  sql.Catalog
-	// building are the nodes go-mysql-server is building for a node built
-	// here (see showColumns)
+	// building are the copies of nodes go-mysql-server is building for
+	// this builder to correct their rows (see copyToCorrect)
 	building sync.Map
+}
+
+// copyToCorrect returns a copy of n for go-mysql-server to build (see
+// baseBuild), so that this builder can correct the rows it gives; ok is
+// false when n is such a copy already.
+func (b *priorityBuilder) copyToCorrect(n sql.Node) (cp sql.Node, ok bool) {
+	if _, building := b.building.Load(n); building {
+		return nil, false
+	}
+	switch n := n.(type) {
+	case *plan.ShowColumns:
+		c := *n
+		return &c, true
+	case *plan.ShowTableStatus:
+		c := *n
+		return &c, true
+	}
+	return nil, false
+}
+
+// baseBuild has go-mysql-server build cp, a copy from copyToCorrect.
+func (b *priorityBuilder) baseBuild(ctx *sql.Context, cp sql.Node, row sql.Row) (sql.RowIter, error) {
+	b.building.Store(cp, true)
+	defer b.building.Delete(cp)
+	return b.base.Build(ctx, cp, row)
 }
 
 // Build implements sql.NodeExecBuilder.
@@ -39,7 +64,22 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 	case *plan.ShowIndexes:
 		return showIndexes(ctx, n)
 	case *plan.ShowColumns:
-		return showColumns(ctx, &b.building, b.base, n, row)
+		if cp, ok := b.copyToCorrect(n); ok {
+			cp := cp.(*plan.ShowColumns)
+			it, err := b.baseBuild(ctx, cp, row)
+			if err != nil {
+				return nil, err
+			}
+			return showColumns(n, it), nil
+		}
+	case *plan.ShowTableStatus:
+		if cp, ok := b.copyToCorrect(n); ok {
+			it, err := b.baseBuild(ctx, cp, row)
+			if err != nil {
+				return nil, err
+			}
+			return showTableStatus(ctx, n, it), nil
+		}
 	case *plan.InsertInto:
 		if ii := checkedInsert(ctx, n); ii != nil {
 			return b.base.Build(ctx, ii, row)

@@ -43,8 +43,9 @@ func TestShowIndex(t *testing.T) {
 }
 
 // TestShowColumns checks SHOW FULL COLUMNS as ORMs read it (Rails builds
-// its column types from it): Type without a COLLATE clause, the column's
-// own collation, and the privileges.
+// its column types and defaults from it): Type without a COLLATE clause,
+// the column's own collation, the privileges, defaults as values and
+// generated columns in Extra; and SHOW TABLE STATUS's Auto_increment.
 func TestShowColumns(t *testing.T) {
 	_, db := startNode(t, "n1", "d1")
 	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(20), c CHAR(3) COLLATE utf8mb4_bin, d BLOB, e ENUM('x','y'))")
@@ -74,5 +75,50 @@ func TestShowColumns(t *testing.T) {
 	}
 	if typ := qStr(t, db, "SELECT COLUMN_TYPE FROM information_schema.columns WHERE table_name = 't' AND column_name = 'a'"); typ != "varchar(20)" {
 		t.Errorf("COLUMN_TYPE = %s", typ)
+	}
+	// defaults as values, generated columns, SHOW TABLE STATUS
+	xexec(t, db, "CREATE TABLE d (id INT AUTO_INCREMENT PRIMARY KEY, s VARCHAR(5) DEFAULT 'x''y', e VARCHAR(3) DEFAULT '', v INT AS (id * 2), w INT AS (id + 1) STORED)")
+	xexec(t, db, "INSERT INTO d (s) VALUES ('a'), ('b')")
+	got = nil
+	rows2, err := db.QueryContext(t.Context(), "SHOW COLUMNS FROM d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows2.Close()
+	for rows2.Next() {
+		var field, typ, null, key, extra string
+		var def sql.NullString
+		if err := rows2.Scan(&field, &typ, &null, &key, &def, &extra); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s [%s] %s", field, def.String, extra))
+	}
+	want = []string{"id [] auto_increment", "s [x'y] ", "e [] ", "v [] VIRTUAL GENERATED", "w [] STORED GENERATED"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("SHOW COLUMNS:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	st, err := db.QueryContext(t.Context(), "SHOW TABLE STATUS LIKE 'd'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cols, _ := st.Columns()
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if !st.Next() {
+		t.Fatal("SHOW TABLE STATUS LIKE 'd': no row")
+	}
+	if err := st.Scan(ptrs...); err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]string{}
+	for i, c := range cols {
+		status[c] = string(vals[i])
+	}
+	if status["Auto_increment"] != "3" || status["Row_format"] != "Dynamic" {
+		t.Errorf("SHOW TABLE STATUS: Auto_increment %q, Row_format %q; want 3, Dynamic", status["Auto_increment"], status["Row_format"])
 	}
 }
