@@ -15,7 +15,7 @@ import (
 // (go-mysql-server gave utf8mb4_0900_bin for every text column) and
 // Privileges lists what MySQL lists for a user with all of them, and
 // Default is the value as information_schema.COLUMNS gives it (x'y, not
-// go-mysql-server's literal 'x''y'), and Extra says whether a generated
+// go-mysql-server's literal 'x”y'), and Extra says whether a generated
 // column is VIRTUAL or STORED.
 func showColumns(n *plan.ShowColumns, it sql.RowIter) sql.RowIter {
 	var cols []*sql.Column
