@@ -1,7 +1,9 @@
 package sqlengine
 
 import (
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/dolthub/vitess/go/mysql"
@@ -51,6 +53,16 @@ func withMySQLMessage(se *mysql.SQLError, db, query string) *mysql.SQLError {
 					return mysql.NewSQLError(mysql.ERNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", m[1], n[1])
 				}
 			}
+		}
+	}
+	switch se.Number() {
+	case mysql.ERBadFieldError:
+		if msg, ok := unknownColumn(se.Message, query); ok {
+			return mysql.NewSQLError(se.Number(), se.SQLState(), "%s", msg)
+		}
+	case mysql.ERParseError:
+		if msg, ok := syntaxError(se.Message, query); ok {
+			return mysql.NewSQLError(se.Number(), se.SQLState(), "%s", msg)
 		}
 	}
 	for _, m := range mysqlMessages {
@@ -107,4 +119,91 @@ func stripLiterals(query string) string {
 		}
 	}
 	return string(b)
+}
+
+var (
+	columnNotFoundRe = regexp.MustCompile(`^column "(.+)" could not be found in any table in scope$`)
+	tableColumnRe    = regexp.MustCompile(`^table "(.+)" does not have column "(.+)"$`)
+	unknownColumnRe  = regexp.MustCompile(`^Unknown column '(.+)' in '.*'$`)
+	syntaxErrorRe    = regexp.MustCompile(`^syntax error at position (\d+) near '(.*)'$`)
+)
+
+// unknownColumn is MySQL's text of 1054 for go-mysql-server's msg:
+// "Unknown column 'c' in 'where clause'", naming the clause of query where
+// the column first appears (the select list when it cannot be found).
+func unknownColumn(msg, query string) (string, bool) {
+	var col, name string
+	if m := columnNotFoundRe.FindStringSubmatch(msg); m != nil {
+		col, name = m[1], m[1]
+	} else if m := tableColumnRe.FindStringSubmatch(msg); m != nil {
+		col, name = m[2], m[1]+"."+m[2]
+	} else if m := unknownColumnRe.FindStringSubmatch(msg); m != nil {
+		col, name = m[1], m[1]
+	} else {
+		return "", false
+	}
+	return fmt.Sprintf("Unknown column '%s' in '%s'", name, columnClause(query, col)), true
+}
+
+// columnClause names, as MySQL's 1054 does, the clause of query in which
+// the word col (or `col`) first appears.
+func columnClause(query, col string) string {
+	clause := "field list"
+	lx := lexer{s: query}
+	want := upper(col)
+	quoted := strings.Index(strings.ToLower(query), "`"+strings.ToLower(col)+"`") // the lexer skips `col`
+	for w := lx.word(); w != ""; w = lx.word() {
+		if quoted >= 0 && lx.i > quoted {
+			return clause
+		}
+		switch w {
+		case want:
+			return clause
+		case "SELECT", "SET":
+			clause = "field list"
+		case "WHERE":
+			clause = "where clause"
+		case "ORDER":
+			clause = "order clause"
+		case "GROUP":
+			clause = "group statement"
+		case "HAVING":
+			clause = "having clause"
+		case "ON":
+			clause = "on clause"
+		}
+	}
+	if quoted >= 0 {
+		return clause
+	}
+	return "field list"
+}
+
+// syntaxError is MySQL's text of 1064 for go-mysql-server's msg, which
+// gives the position just past the token it could not take: "You have an
+// error in your SQL syntax; ... near '<the query from that token>' at line
+// n".
+func syntaxError(msg, query string) (string, bool) {
+	m := syntaxErrorRe.FindStringSubmatch(msg)
+	if m == nil {
+		return "", false
+	}
+	pos, err := strconv.Atoi(m[1])
+	if err != nil {
+		return "", false
+	}
+	near, start := "", len(query)
+	if end := pos - 1; end >= 0 && end <= len(query) && m[2] != "" {
+		if i := strings.LastIndex(strings.ToLower(query[:end]), strings.ToLower(m[2])); i >= 0 {
+			start = i
+		}
+	}
+	if start < len(query) {
+		near = query[start:]
+		if len(near) > 80 {
+			near = near[:80]
+		}
+	}
+	line := 1 + strings.Count(query[:start], "\n")
+	return fmt.Sprintf("You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '%s' at line %d", near, line), true
 }

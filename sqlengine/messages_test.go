@@ -30,6 +30,13 @@ func TestWithMySQLMessage(t *testing.T) {
 		{1146, "table not found: nope", "d1", "SELECT * FROM nope WHERE e = 'x.nope'", "Table 'd1.nope' doesn't exist"},
 		{1049, "database not found: nodb", "d1", "SELECT * FROM nodb.t", "Table 'nodb.t' doesn't exist"},
 		{1049, "database not found: nodb", "d1", "SHOW TABLES FROM nodb", "Unknown database 'nodb'"},
+		{1054, `column "c" could not be found in any table in scope`, "d1", "SELECT a FROM t WHERE b = 1 AND c = 2", "Unknown column 'c' in 'where clause'"},
+		{1054, `column "c" could not be found in any table in scope`, "d1", "SELECT a FROM t GROUP BY a HAVING `c` > 1", "Unknown column 'c' in 'having clause'"},
+		{1054, `table "x" does not have column "c"`, "d1", "SELECT * FROM t x JOIN u ON x.c = u.a", "Unknown column 'x.c' in 'on clause'"},
+		{1054, `column "c" could not be found in any table in scope`, "d1", "UPDATE t SET c = 1 WHERE a = 2", "Unknown column 'c' in 'field list'"},
+		{1054, `column "c" could not be found in any table in scope`, "d1", "SELECT 'c' FROM t WHERE c = 1", "Unknown column 'c' in 'where clause'"},
+		{1064, "syntax error at position 6 near 'selec'", "d1", "selec 1", "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near 'selec 1' at line 1"},
+		{1064, "syntax error at position 16 near 'fro'", "d1", "SELECT 1,\n2 fro t", "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near 'fro t' at line 2"},
 	} {
 		got := withMySQLMessage(mysql.NewSQLError(tc.code, "42S02", "%s", tc.msg), tc.db, tc.q)
 		code := tc.code
