@@ -173,11 +173,112 @@ func (b *exactBuffer) Dispose(ctx *sql.Context) { expression.Dispose(ctx, b.arg)
 func exactSums(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
 	retyped := map[sql.ColumnId]sql.Type{}
 	n, same, err := replaceExactAggs(ctx, n, retyped)
-	if err != nil || len(retyped) == 0 {
+	if err != nil {
+		return n, same, err
+	}
+	seedRetyped(ctx, n, retyped)
+	if len(retyped) == 0 {
 		return n, same, err
 	}
 	n, _, err = retypeAggRefs(ctx, n, retyped)
+	for i := 0; err == nil && i < 16 && passRetypedOn(ctx, n, retyped); i++ {
+		n, _, err = retypeAggRefs(ctx, n, retyped)
+	}
 	return n, transform.NewTree, err
+}
+
+// passRetypedOn adds to retyped the columns that pass a retyped result on:
+// an alias of a reference to one, and a derived table's column whose query
+// gives one (the outer query refers to it by its own id, and kept the
+// planner's DOUBLE: SELECT a + 0 FROM (SELECT SUM(price) a ...) x answered
+// 4.9 for 4.90). It reports whether it added any.
+func passRetypedOn(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Type) bool {
+	added := false
+	add := func(id sql.ColumnId, t sql.Type) {
+		if _, ok := retyped[id]; !ok && id != 0 {
+			retyped[id] = t
+			added = true
+		}
+	}
+	transform.InspectExpressions(ctx, n, func(ctx *sql.Context, e sql.Expression) bool {
+		if a, ok := e.(*expression.Alias); ok {
+			if t := retypedOf(a.Child, retyped); t != nil {
+				add(a.Id(), t)
+			}
+		}
+		return true
+	})
+	transform.InspectWithOpaque(ctx, n, func(ctx *sql.Context, n sql.Node) bool {
+		sa, ok := n.(*plan.SubqueryAlias)
+		if !ok {
+			return true
+		}
+		types := outputTypes(sa.Child, retyped)
+		var outer []sql.ColumnId
+		sa.Columns().ForEach(func(id sql.ColumnId) { outer = append(outer, id) })
+		if len(types) == len(outer) {
+			for i, t := range types {
+				if t != nil {
+					add(outer[i], t)
+				}
+			}
+		}
+		return true
+	})
+	return added
+}
+
+// seedRetyped adds to retyped the exact aggregates already in n: a derived
+// table's query is analyzed before the query around it.
+func seedRetyped(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Type) {
+	transform.InspectExpressions(ctx, n, func(ctx *sql.Context, e sql.Expression) bool {
+		if a, ok := e.(*exactAgg); ok && a.Id() != 0 {
+			retyped[a.Id()] = a.typ
+		}
+		return true
+	})
+}
+
+// retypedOf is the type retyped gives e, a reference to a retyped column
+// or an exact aggregate (under an alias), or nil.
+func retypedOf(e sql.Expression, retyped map[sql.ColumnId]sql.Type) sql.Type {
+	for {
+		a, ok := e.(*expression.Alias)
+		if !ok {
+			break
+		}
+		e = a.Child
+	}
+	switch e := e.(type) {
+	case *expression.GetField:
+		return retyped[e.Id()]
+	case *exactAgg:
+		return e.typ
+	}
+	return nil
+}
+
+// outputTypes are the retyped types of n's output columns, in order (nil
+// for the others), or nil when n does not say.
+func outputTypes(n sql.Node, retyped map[sql.ColumnId]sql.Type) []sql.Type {
+	switch n := n.(type) {
+	case *plan.Project:
+		types := make([]sql.Type, len(n.Projections))
+		for i, p := range n.Projections {
+			types[i] = retypedOf(p, retyped)
+		}
+		return types
+	case *plan.SetOp:
+		return outputTypes(n.Left(), retyped)
+	case *plan.SubqueryAlias:
+		var types []sql.Type
+		n.Columns().ForEach(func(id sql.ColumnId) { types = append(types, retyped[id]) })
+		return types
+	}
+	if c := n.Children(); len(c) == 1 { // Sort, Limit, Filter, Distinct, ...
+		return outputTypes(c[0], retyped)
+	}
+	return nil
 }
 
 func replaceExactAggs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Type) (sql.Node, transform.TreeIdentity, error) {

@@ -33,6 +33,10 @@ func TestSumAvgExact(t *testing.T) {
 			"SELECT AVG(qty) FROM t WHERE " + where:                                "100000.0000",
 			"SELECT SUM(price) FROM t WHERE id > 100 AND " + where:                 "NULL",
 			"SELECT SUM(price) FROM t WHERE " + where + " GROUP BY id % 2 LIMIT 1": "0.50",
+			// through derived tables, sorted, filtered, computed on
+			"SELECT s + 0 FROM (SELECT SUM(price) s FROM t WHERE " + where + ") x":                                "1.00",
+			"SELECT * FROM (SELECT SUM(price) s FROM t WHERE " + where + " GROUP BY id % 2) x ORDER BY s LIMIT 1": "0.50",
+			"SELECT s FROM (SELECT * FROM (SELECT AVG(price) s FROM t WHERE " + where + ") y) x WHERE s > 0":      "0.100000",
 		} {
 			rows, err := db.QueryContext(t.Context(), q, args...)
 			if err != nil {
