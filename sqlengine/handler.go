@@ -533,8 +533,7 @@ func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 
 // ComQuery implements mysql.Handler.
 func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
-	query, skipped := versionComments(query)
-	query = indexHints(setKeywordValues(query))
+	query, skipped := rewriteText(query, false)
 	if skipped && isEmptyQuery(query) {
 		// only comments MySQL would not execute: nothing to do, as
 		// MariaDB answers the first line of its dumps
@@ -561,11 +560,34 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 	})
 }
 
+// rewriteText turns a text statement into one go-mysql-server parses as
+// MySQL means it: executable comments, SET values, index hints and WITH
+// ROLLUP (of the first statement, when multi holds several). skipped
+// reports comments MySQL would not execute.
+func rewriteText(query string, multi bool) (string, bool) {
+	query, skipped := versionComments(query)
+	query = indexHints(setKeywordValues(query))
+	if containsFold(query, "rollup") {
+		first, rest := query, ""
+		if multi {
+			if f, r, err := sqlparser.SplitStatement(query); err == nil && r != "" {
+				first, rest = f, r
+			}
+		}
+		if q, ok := rollupRewrite(first); ok {
+			query = q
+			if rest != "" {
+				query += ";" + rest
+			}
+		}
+	}
+	return query, skipped
+}
+
 // ComMultiQuery implements mysql.Handler. go-mysql-server runs the first
 // statement of query and returns the rest, which comes back here.
 func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
-	query, skipped := versionComments(query)
-	query = indexHints(setKeywordValues(query))
+	query, skipped := rewriteText(query, true)
 	if skipped && isEmptyQuery(query) {
 		return "", callback(&sqltypes.Result{}, false)
 	}
