@@ -429,6 +429,7 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 		}
 		if s != nil {
 			se = withMySQLMessage(se, s.GetCurrentDatabase(), query)
+			se = foreignKeyMessage(ctx, s, se, query)
 		}
 		return se
 	}

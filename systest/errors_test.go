@@ -276,6 +276,11 @@ func TestErrorMessages(t *testing.T) {
 	xexec(t, db, "CREATE TABLE dd (id INT PRIMARY KEY, d DATE, UNIQUE KEY d (d))")
 	xexec(t, db, "INSERT INTO dd VALUES (1, '2024-01-05')")
 	xexec(t, db, "CREATE TABLE ck (a INT, CONSTRAINT pos CHECK (a > 0))")
+	xexec(t, db, "CREATE TABLE parent (id INT PRIMARY KEY)")
+	xexec(t, db, "CREATE TABLE child (id INT PRIMARY KEY, pid INT, CONSTRAINT fk_p FOREIGN KEY (pid) REFERENCES parent (id) ON DELETE CASCADE)")
+	xexec(t, db, "CREATE TABLE c2 (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES parent (id))")
+	xexec(t, db, "INSERT INTO parent VALUES (1)")
+	xexec(t, db, "INSERT INTO c2 VALUES (1, 1)")
 	for q, want := range map[string]string{
 		"SELECT * FROM nope":                      "Error 1146 (42S02): Table 'd1.nope' doesn't exist",
 		"SELECT * FROM other.nope":                "Error 1146 (42S02): Table 'other.nope' doesn't exist",
@@ -287,6 +292,8 @@ func TestErrorMessages(t *testing.T) {
 		"INSERT INTO dd VALUES (2, '2024-01-05')": "Error 1062 (23000): Duplicate entry '2024-01-05' for key 'dd.d'",
 		"CALL nope()":                             "Error 1305 (42000): PROCEDURE d1.nope does not exist",
 		"INSERT INTO ck VALUES (-1)":              "Error 3819 (HY000): Check constraint 'pos' is violated.",
+		"INSERT INTO child VALUES (1, 9)":         "Error 1452 (23000): Cannot add or update a child row: a foreign key constraint fails (`d1`.`child`, CONSTRAINT `fk_p` FOREIGN KEY (`pid`) REFERENCES `parent` (`id`) ON DELETE CASCADE)",
+		"DELETE FROM parent WHERE id = 1":         "Error 1451 (23000): Cannot delete or update a parent row: a foreign key constraint fails (`d1`.`c2`, CONSTRAINT `c2_ibfk_1` FOREIGN KEY (`pid`) REFERENCES `parent` (`id`))",
 		"SELECT nope FROM t":                      "Error 1054 (42S22): Unknown column 'nope' in 'field list'",
 		"SELECT id FROM t WHERE `nope` = 1":       "Error 1054 (42S22): Unknown column 'nope' in 'where clause'",
 		"SELECT id FROM t ORDER BY nope":          "Error 1054 (42S22): Unknown column 'nope' in 'order clause'",
