@@ -2,6 +2,7 @@ package sqlengine
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,6 +25,52 @@ import (
 func recordError(s *Session, se *mysql.SQLError) {
 	s.ClearWarnings()
 	s.Warn(&sql.Warning{Level: "Error", Code: se.Number(), Message: se.Message})
+}
+
+// Warn implements sql.Session. go-mysql-server raises what INSERT IGNORE
+// and UPDATE IGNORE skip (a duplicate key, a NULL for a NOT NULL column,
+// a missing parent row) as Notes with its own texts; MySQL raises
+// Warnings with the texts of the errors they stand for.
+func (s *Session) Warn(w *sql.Warning) {
+	if w != nil && w.Level == "Note" {
+		if w.Code == mysql.ERUnknownError { // go-mysql-server's code for errors it does not map
+			if k, ok := byMessage(w.Message); ok {
+				c := *w
+				c.Code = k.code
+				w = &c
+			}
+		}
+		switch w.Code {
+		case mysql.ERDupEntry, mysql.ERBadNullError, mysql.ErNoReferencedRow2, mysql.ERRowIsReferenced2, erCheckConstraintViolated:
+			c := *w
+			c.Level, c.Message = "Warning", ignoredErrorText(s, c.Code, c.Message)
+			w = &c
+		}
+	}
+	s.BaseSession.Warn(w)
+}
+
+var (
+	dupPrefixRe = regexp.MustCompile(`^duplicate (?:primary|unique) key given: `)
+	notNullRe   = regexp.MustCompile(`^column name '(.+)' is non-nullable but attempted to set a value of null$`)
+)
+
+// ignoredErrorText is MySQL's text of the error an IGNORE statement
+// skipped, from go-mysql-server's msg.
+func ignoredErrorText(s *Session, code int, msg string) string {
+	switch code {
+	case mysql.ERDupEntry:
+		return dupPrefixRe.ReplaceAllString(msg, "")
+	case mysql.ERBadNullError:
+		if m := notNullRe.FindStringSubmatch(msg); m != nil {
+			return fmt.Sprintf("Column '%s' cannot be null", m[1])
+		}
+	case mysql.ErNoReferencedRow2, mysql.ERRowIsReferenced2:
+		return foreignKeyMessage(context.Background(), s, mysql.NewSQLError(code, "23000", "%s", msg), "").Message
+	case erCheckConstraintViolated:
+		return withMySQLMessage(mysql.NewSQLError(code, "HY000", "%s", msg), "", "").Message
+	}
+	return msg
 }
 
 // noteDiagnostics counts the session's conditions for @@warning_count and
