@@ -165,6 +165,9 @@ func (s *session) drop(c *backend.Conn) {
 		s.pinned = nil
 		s.sticky = false
 	}
+	if s.diag == c {
+		s.diag = nil
+	}
 }
 
 // acquire returns the connection the statement runs on.
@@ -181,6 +184,9 @@ func (s *session) acquire(pl plan, rule *rules.Rule, cfg *config.Config) (*backe
 		// the new writer (its user variables and locks are gone)
 		s.pinned.Close()
 		s.pinned, s.sticky = nil, false
+	}
+	if pl.st.Diagnostics && s.diag != nil && !s.diag.Broken {
+		return s.diag, nil
 	}
 	node, syncWait, waitFor, err := s.route(t, pl, rule, cfg)
 	if err != nil {
@@ -419,11 +425,35 @@ func (s *session) finish(c *backend.Conn, pl plan, res backend.Result) {
 	if s.wrote && !inTxn && !c.Broken {
 		s.learnCommit(c, res)
 	}
+	if !pl.st.Diagnostics {
+		c.Conditions = res.Err != nil || res.OK.Warnings > 0
+	}
 	if s.sticky || inTxn || (pl.st.Kind == sqltext.Begin && res.Err == nil && !c.Broken) {
 		s.pinned = c
+		s.releaseDiag()
+		return
+	}
+	if s.diag != c {
+		s.releaseDiag()
+	}
+	if c.Conditions && !c.Broken && s.pinned != c {
+		// SHOW WARNINGS and the like must read them on this connection
+		s.diag = c
 		return
 	}
 	s.release(c)
+}
+
+// releaseDiag returns the connection held for the conditions of the
+// session's last statement.
+func (s *session) releaseDiag() {
+	if s.diag != nil {
+		d := s.diag
+		s.diag = nil
+		if d != s.pinned {
+			s.p.putConn(d)
+		}
+	}
 }
 
 // release returns c to the pool unless the session holds it.

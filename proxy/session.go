@@ -45,6 +45,10 @@ type session struct {
 	// once sticky.
 	pinned *backend.Conn
 	sticky bool
+	// diag is the connection that ran the session's last statement when
+	// that left warnings or an error, held until the next statement so
+	// that SHOW WARNINGS reads them there.
+	diag *backend.Conn
 	// wrote: the session wrote since its last commit.
 	wrote bool
 	// causal is the seqno of the session's last commit: its reads run
@@ -82,6 +86,7 @@ func (s *session) close() {
 		s.pinned.Close()
 		s.pinned = nil
 	}
+	s.releaseDiag()
 	s.c.Close()
 }
 
@@ -288,6 +293,7 @@ func (s *session) reset() {
 		s.pinned.Close()
 		s.pinned = nil
 	}
+	s.releaseDiag()
 	s.sticky, s.wrote = false, false
 	s.vars = map[string]string{}
 	s.autocommit = true

@@ -161,6 +161,44 @@ func TestProxy(t *testing.T) {
 	t.Run("RulesAndRateLimit", func(t *testing.T) { testProxyRules(t, c) })
 	t.Run("BadInput", func(t *testing.T) { testProxyBadInput(t, c) })
 	t.Run("Users", func(t *testing.T) { testProxyUsers(t, c) })
+	t.Run("Warnings", func(t *testing.T) { testProxyWarnings(t, c) })
+}
+
+// testProxyWarnings: SHOW WARNINGS, SHOW ERRORS and @@warning_count read
+// the conditions of the session's previous statement, which ran on a
+// pooled connection to any node; a session whose last statement left
+// none sees none, not another session's.
+func testProxyWarnings(t *testing.T, c *testcluster.Cluster) {
+	p := startProxy(t, c, "")
+	db := p.DB("px", "")
+	mustExec(t, db, "CREATE TABLE warn (id INT PRIMARY KEY, v INT)")
+	mustExec(t, db, "INSERT INTO warn VALUES (1, 1)")
+	a, b := conn(t, db), conn(t, db)
+	for i := 0; i < 6; i++ { // reads go round the nodes: each time another connection
+		xexec(t, a, "INSERT IGNORE INTO warn VALUES (1, 2), (1, 3)")
+		if n := qInt(t, a, "SELECT @@warning_count"); n != 2 {
+			t.Fatalf("@@warning_count after two ignored duplicates = %d, want 2", n)
+		}
+		if n := qInt(t, a, "SHOW COUNT(*) WARNINGS"); n != 2 {
+			t.Fatalf("SHOW COUNT(*) WARNINGS = %d, want 2", n)
+		}
+		var level, msg string
+		var code int
+		if err := a.QueryRowContext(t.Context(), "SHOW WARNINGS LIMIT 1").Scan(&level, &code, &msg); err != nil || code != 1062 {
+			t.Fatalf("SHOW WARNINGS after INSERT IGNORE: %s %d %s, %v", level, code, msg, err)
+		}
+		xexec(t, b, "SELECT 1/0")
+		xexec(t, b, "SELECT v FROM warn WHERE id = 1")
+		if n := qInt(t, b, "SHOW COUNT(*) WARNINGS"); n != 0 {
+			t.Fatalf("SHOW COUNT(*) WARNINGS after a clean SELECT = %d, want 0", n)
+		}
+		if err := tryExec(a, "INSERT INTO warn VALUES (1, 9)"); err == nil {
+			t.Fatal("a duplicate INSERT succeeded")
+		}
+		if n := qInt(t, a, "SELECT @@error_count"); n != 1 {
+			t.Fatalf("@@error_count after a failed INSERT = %d, want 1", n)
+		}
+	}
 }
 
 // testProxyUsers: each proxy user runs as itself on the nodes, so the

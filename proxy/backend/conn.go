@@ -82,6 +82,9 @@ type Conn struct {
 	Vars map[string]string
 	// Broken is set when the connection must not be reused.
 	Broken bool
+	// Conditions is set when the last statement left warnings or an error
+	// in the node's diagnostics area (see Pool.Put).
+	Conditions bool
 
 	stmts    map[string]*Stmt
 	key      string

@@ -87,6 +87,14 @@ func (p *Pool) Dial(ctx context.Context, node, addr string, opt Options, syncWai
 // Put returns a connection to the pool (or closes it when it is broken,
 // in a transaction, or the pool is full).
 func (p *Pool) Put(c *Conn) {
+	if c.Conditions && !c.Broken {
+		// the next session must not read this one's warnings or error
+		// (SHOW WARNINGS): a statement that names a table clears them
+		if _, err := c.Exec("SELECT 1 FROM DUAL"); err != nil {
+			c.Broken = true
+		}
+		c.Conditions = false
+	}
 	if c.Broken || c.Status&mysqlproto.StatusInTrans != 0 {
 		c.Close()
 		return

@@ -72,6 +72,11 @@ type Statement struct {
 	DB string
 	// Vars are the session assignments of a SET statement.
 	Vars []Assignment
+	// Diagnostics reads the conditions the session's previous statement
+	// left (SHOW WARNINGS, SHOW ERRORS, SHOW COUNT(*) ..., @@warning_count,
+	// @@error_count): it must run on the connection that ran that
+	// statement.
+	Diagnostics bool
 }
 
 var lockFuncs = map[string]bool{"GET_LOCK": true, "RELEASE_LOCK": true, "RELEASE_ALL_LOCKS": true, "IS_FREE_LOCK": true, "IS_USED_LOCK": true}
@@ -153,11 +158,20 @@ func Classify(q string) Statement {
 
 func classifyRead(toks []token) Statement {
 	st := Statement{Kind: Read}
+	if len(toks) >= 2 && toks[0].upper() == "SHOW" {
+		switch toks[1].upper() {
+		case "WARNINGS", "ERRORS", "COUNT":
+			st.Diagnostics = true
+		}
+	}
 	for i, t := range toks {
 		switch t.kind {
 		case tokVar:
 			if !strings.HasPrefix(t.text, "@@") {
 				st.Sticky = true
+			}
+			if v := strings.ToLower(t.text); strings.HasSuffix(v, "warning_count") || strings.HasSuffix(v, "error_count") {
+				st.Diagnostics = true
 			}
 		case tokWord:
 			u := t.upper()

@@ -75,6 +75,15 @@ func TestClassify(t *testing.T) {
 		{q: "SELECT ';'", kind: Read},
 		{q: "", kind: Read},
 	}
+	for q, want := range map[string]bool{
+		"SHOW WARNINGS": true, "show errors limit 1": true, "SHOW COUNT(*) WARNINGS": true,
+		"SELECT @@warning_count": true, "select @@session.error_count, 1": true,
+		"SHOW TABLES": false, "SELECT warning_count FROM t": false,
+	} {
+		if st := Classify(q); st.Diagnostics != want || st.Kind != Read {
+			t.Errorf("Classify(%q): Diagnostics %v, kind %v; want %v, read", q, st.Diagnostics, st.Kind, want)
+		}
+	}
 	for _, tc := range cases {
 		st := Classify(tc.q)
 		var keys []string
