@@ -170,8 +170,25 @@ func (s *session) drop(c *backend.Conn) {
 	}
 }
 
-// acquire returns the connection the statement runs on.
+// acquire returns the connection the statement runs on. A statement that
+// calls LAST_INSERT_ID() finds there the session's value (the connection
+// may last have inserted for another session): the proxy sets it with
+// SELECT LAST_INSERT_ID(n) when it differs.
 func (s *session) acquire(pl plan, rule *rules.Rule, cfg *config.Config) (*backend.Conn, error) {
+	c, err := s.acquireConn(pl, rule, cfg)
+	if err != nil || !pl.st.LastInsertID || c.LastInsertID == s.lastInsertID {
+		return c, err
+	}
+	if _, err := c.Exec(fmt.Sprintf("SELECT LAST_INSERT_ID(%d)", s.lastInsertID)); err != nil {
+		s.drop(c)
+		return nil, &downError{node: c.Node, err: err}
+	}
+	c.LastInsertID = s.lastInsertID
+	return c, nil
+}
+
+// acquireConn picks the connection for acquire.
+func (s *session) acquireConn(pl plan, rule *rules.Rule, cfg *config.Config) (*backend.Conn, error) {
 	t := s.p.mon.Topology()
 	if s.pinned != nil {
 		if s.inTxn() {
@@ -427,6 +444,9 @@ func (s *session) finish(c *backend.Conn, pl plan, res backend.Result) {
 	}
 	if !pl.st.Diagnostics {
 		c.Conditions = res.Err != nil || res.OK.Warnings > 0
+	}
+	if res.Err == nil && res.OK.LastInsertID != 0 {
+		s.lastInsertID, c.LastInsertID = res.OK.LastInsertID, res.OK.LastInsertID
 	}
 	if s.sticky || inTxn || (pl.st.Kind == sqltext.Begin && res.Err == nil && !c.Broken) {
 		s.pinned = c

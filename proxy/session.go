@@ -49,6 +49,9 @@ type session struct {
 	// that left warnings or an error, held until the next statement so
 	// that SHOW WARNINGS reads them there.
 	diag *backend.Conn
+	// lastInsertID is the session's LAST_INSERT_ID(): the last
+	// AUTO_INCREMENT value one of its statements generated.
+	lastInsertID uint64
 	// wrote: the session wrote since its last commit.
 	wrote bool
 	// causal is the seqno of the session's last commit: its reads run
@@ -294,7 +297,7 @@ func (s *session) reset() {
 		s.pinned = nil
 	}
 	s.releaseDiag()
-	s.sticky, s.wrote = false, false
+	s.sticky, s.wrote, s.lastInsertID = false, false, 0
 	s.vars = map[string]string{}
 	s.autocommit = true
 	s.stmts = map[uint32]*clientStmt{}

@@ -162,6 +162,35 @@ func TestProxy(t *testing.T) {
 	t.Run("BadInput", func(t *testing.T) { testProxyBadInput(t, c) })
 	t.Run("Users", func(t *testing.T) { testProxyUsers(t, c) })
 	t.Run("Warnings", func(t *testing.T) { testProxyWarnings(t, c) })
+	t.Run("LastInsertID", func(t *testing.T) { testProxyLastInsertID(t, c) })
+}
+
+// testProxyLastInsertID: LAST_INSERT_ID() is the session's own, although
+// the pooled connection a statement runs on may last have inserted for
+// another session (INSERT INTO child VALUES (LAST_INSERT_ID()) took the
+// other session's parent).
+func testProxyLastInsertID(t *testing.T, c *testcluster.Cluster) {
+	p := startProxy(t, c, "")
+	db := p.DB("px", "")
+	mustExec(t, db, "CREATE TABLE lid_parent (id INT AUTO_INCREMENT PRIMARY KEY, who CHAR(1))")
+	mustExec(t, db, "CREATE TABLE lid_child (id INT AUTO_INCREMENT PRIMARY KEY, pid INT, who CHAR(1))")
+	a, b := conn(t, db), conn(t, db)
+	if n := qInt(t, a, "SELECT LAST_INSERT_ID()"); n != 0 {
+		t.Fatalf("LAST_INSERT_ID() of a new session = %d, want 0", n)
+	}
+	for i := 0; i < 5; i++ {
+		xexec(t, a, "INSERT INTO lid_parent (who) VALUES ('a')")
+		xexec(t, b, "INSERT INTO lid_parent (who) VALUES ('b')")
+		xexec(t, a, "INSERT INTO lid_child (pid, who) VALUES (LAST_INSERT_ID(), 'a')")
+		xexec(t, b, "INSERT INTO lid_child (pid, who) VALUES (LAST_INSERT_ID(), 'b')")
+		want := qInt(t, db, "SELECT MAX(id) FROM lid_child WHERE who = 'a'")
+		if n := qInt(t, a, "SELECT LAST_INSERT_ID()"); n != want {
+			t.Fatalf("round %d: a's LAST_INSERT_ID() = %d, want its last child's id %d", i, n, want)
+		}
+	}
+	if n := qInt(t, db, "SELECT COUNT(*) FROM lid_child c JOIN lid_parent p ON p.id = c.pid WHERE p.who <> c.who"); n != 0 {
+		t.Fatalf("%d children point at the other session's parent", n)
+	}
 }
 
 // testProxyWarnings: SHOW WARNINGS, SHOW ERRORS and @@warning_count read

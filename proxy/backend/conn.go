@@ -82,6 +82,9 @@ type Conn struct {
 	Vars map[string]string
 	// Broken is set when the connection must not be reused.
 	Broken bool
+	// LastInsertID is the connection's LAST_INSERT_ID() as far as the
+	// proxy knows (from OK packets and its own settings).
+	LastInsertID uint64
 	// Conditions is set when the last statement left warnings or an error
 	// in the node's diagnostics area (see Pool.Put).
 	Conditions bool

@@ -72,6 +72,10 @@ type Statement struct {
 	DB string
 	// Vars are the session assignments of a SET statement.
 	Vars []Assignment
+	// LastInsertID: the statement calls LAST_INSERT_ID() and so reads the
+	// session's last generated AUTO_INCREMENT value, which the connection
+	// it runs on must hold.
+	LastInsertID bool
 	// Diagnostics reads the conditions the session's previous statement
 	// left (SHOW WARNINGS, SHOW ERRORS, SHOW COUNT(*) ..., @@warning_count,
 	// @@error_count): it must run on the connection that ran that
@@ -147,7 +151,7 @@ func Classify(q string) Statement {
 			return Statement{Kind: Write, Sticky: true}
 		}
 	}
-	st := Statement{Kind: Write}
+	st := Statement{Kind: Write, LastInsertID: readsLastInsertID(toks)}
 	for _, t := range toks {
 		if t.kind == tokVar && !strings.HasPrefix(t.text, "@@") {
 			st.Sticky = true
@@ -156,8 +160,19 @@ func Classify(q string) Statement {
 	return st
 }
 
+// readsLastInsertID reports whether toks call LAST_INSERT_ID() without an
+// argument.
+func readsLastInsertID(toks []token) bool {
+	for i := 0; i+2 < len(toks); i++ {
+		if toks[i].kind == tokWord && toks[i+1].text == "(" && toks[i+2].text == ")" && toks[i].upper() == "LAST_INSERT_ID" {
+			return true
+		}
+	}
+	return false
+}
+
 func classifyRead(toks []token) Statement {
-	st := Statement{Kind: Read}
+	st := Statement{Kind: Read, LastInsertID: readsLastInsertID(toks)}
 	if len(toks) >= 2 && toks[0].upper() == "SHOW" {
 		switch toks[1].upper() {
 		case "WARNINGS", "ERRORS", "COUNT":

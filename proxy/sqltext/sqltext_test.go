@@ -84,6 +84,14 @@ func TestClassify(t *testing.T) {
 			t.Errorf("Classify(%q): Diagnostics %v, kind %v; want %v, read", q, st.Diagnostics, st.Kind, want)
 		}
 	}
+	for q, want := range map[string]bool{
+		"SELECT LAST_INSERT_ID()": true, "insert into c (pid) values (last_insert_id())": true,
+		"SELECT LAST_INSERT_ID(5)": false, "SELECT 'LAST_INSERT_ID()'": false, "UPDATE t SET a = 1": false,
+	} {
+		if st := Classify(q); st.LastInsertID != want {
+			t.Errorf("Classify(%q).LastInsertID = %v, want %v", q, st.LastInsertID, want)
+		}
+	}
 	for _, tc := range cases {
 		st := Classify(tc.q)
 		var keys []string
