@@ -248,29 +248,12 @@ func TestDiagnosticsArea(t *testing.T) {
 	xexec(t, c, "CREATE TABLE ig (id INT PRIMARY KEY, u INT, v INT NOT NULL, UNIQUE KEY u (u), CONSTRAINT small CHECK (u < 100))")
 	xexec(t, c, "INSERT INTO ig VALUES (1, 1, 1)")
 	xexec(t, c, "INSERT IGNORE INTO ig VALUES (1, 2, 1), (2, 1, 1), (3, 3, NULL), (4, 400, 1)")
-	var got []string
-	rows, err := c.QueryContext(t.Context(), "SHOW WARNINGS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var level, msg string
-		var code int
-		if err := rows.Scan(&level, &code, &msg); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fmt.Sprintf("%s %d %s", level, code, msg))
-	}
-	rows.Close()
-	want := []string{
-		"Warning 1062 Duplicate entry '1' for key 'ig.PRIMARY'",
-		"Warning 1062 Duplicate entry '1' for key 'ig.u'",
-		"Warning 1048 Column 'v' cannot be null",
-		"Warning 3819 Check constraint 'small' is violated.",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("SHOW WARNINGS after INSERT IGNORE:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	wantRows(t, "SHOW WARNINGS after INSERT IGNORE", qLines(t, c, "SHOW WARNINGS"), []string{
+		"Warning|1062|Duplicate entry '1' for key 'ig.PRIMARY'",
+		"Warning|1062|Duplicate entry '1' for key 'ig.u'",
+		"Warning|1048|Column 'v' cannot be null",
+		"Warning|3819|Check constraint 'small' is violated.",
+	})
 	// in the order raised
 	xexec(t, c, "SELECT CAST('1a' AS SIGNED), CAST('2b' AS SIGNED)")
 	for q, want := range map[string]string{"SHOW WARNINGS LIMIT 1": "1a", "SHOW WARNINGS LIMIT 1, 1": "2b"} {

@@ -1,7 +1,6 @@
 package systest
 
 import (
-	"database/sql"
 	"strings"
 	"testing"
 )
@@ -88,39 +87,13 @@ func TestWithRollup(t *testing.T) {
 	xexec(t, db, "CREATE TABLE s (id INT PRIMARY KEY, region VARCHAR(10), product VARCHAR(10), qty INT, price DECIMAL(6,2))")
 	xexec(t, db, "INSERT INTO s VALUES (1,'east','apple',3,1.50),(2,'east','pear',2,2.00),(3,'west','apple',5,1.50),(4,'west','apple',1,1.60),(5,'north','kiwi',7,0.50),(6,'east','apple',4,1.40)")
 	for q, want := range map[string]string{
-		"SELECT region, product, SUM(qty) FROM s GROUP BY region, product WITH ROLLUP":         "east apple 7|east pear 2|east NULL 9|north kiwi 7|north NULL 7|west apple 6|west NULL 6|NULL NULL 22",
-		"SELECT region AS r, SUM(qty * price) amt FROM s WHERE qty > 1 GROUP BY r WITH ROLLUP": "east 14.10|north 3.50|west 7.50|NULL 25.10",
-		"SELECT region, COUNT(*) FROM s GROUP BY 1 WITH ROLLUP ORDER BY region DESC":           "west 2|north 1|east 3|NULL 6",
-		"SELECT SUM(qty) FROM s GROUP BY region WITH ROLLUP LIMIT 2":                           "9|7",
+		"SELECT region, product, SUM(qty) FROM s GROUP BY region, product WITH ROLLUP":         "east|apple|7 east|pear|2 east|NULL|9 north|kiwi|7 north|NULL|7 west|apple|6 west|NULL|6 NULL|NULL|22",
+		"SELECT region AS r, SUM(qty * price) amt FROM s WHERE qty > 1 GROUP BY r WITH ROLLUP": "east|14.10 north|3.50 west|7.50 NULL|25.10",
+		"SELECT region, COUNT(*) FROM s GROUP BY 1 WITH ROLLUP ORDER BY region DESC":           "west|2 north|1 east|3 NULL|6",
+		"SELECT SUM(qty) FROM s GROUP BY region WITH ROLLUP LIMIT 2":                           "9 7",
 	} {
-		rows, err := db.QueryContext(t.Context(), q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		cols, _ := rows.Columns()
-		var got []string
-		for rows.Next() {
-			vals := make([]sql.NullString, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			var parts []string
-			for _, v := range vals {
-				if v.Valid {
-					parts = append(parts, v.String)
-				} else {
-					parts = append(parts, "NULL")
-				}
-			}
-			got = append(got, strings.Join(parts, " "))
-		}
-		rows.Close()
-		if strings.Join(got, "|") != want {
-			t.Errorf("%s:\n got %s\nwant %s", q, strings.Join(got, "|"), want)
+		if got := strings.Join(qLines(t, db, q), " "); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", q, got, want)
 		}
 	}
 	if got := qStr(t, db, "SELECT CONCAT_WS(',', COUNT(*), SUM(n IS NULL)) FROM (SELECT region n, SUM(qty) FROM s GROUP BY region) x"); got != "3,0" {

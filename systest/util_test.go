@@ -144,6 +144,54 @@ func qInts(t testing.TB, e queryer, q string, args ...any) []int64 {
 	return out
 }
 
+// qLines returns every row of q as its columns joined by "|", NULL as
+// "NULL".
+func qLines(t testing.TB, e queryer, q string, args ...any) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	rows, err := e.QueryContext(ctx, q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = "NULL"
+			if v.Valid {
+				parts[i] = v.String
+			}
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}
+
+// wantRows fails t unless got (from qLines) is want.
+func wantRows(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // qMap returns the two-column result of q (SHOW VARIABLES / STATUS) as a
 // map keyed by the lower-cased first column.
 func qMap(t testing.TB, e queryer, q string) map[string]string {
