@@ -15,7 +15,8 @@ import (
 type betweenAsRange struct{}
 
 // Next implements sql.ExpressionTreeFilter. It also shows an integer
-// compared with a date as the date it stands for (numericdate.go), so the
+// compared with a date as the date it stands for (numericdate.go), and a
+// date past its month's end as MySQL compares it (monthend.go), so the
 // index ranges hold the rows the filter keeps.
 func (betweenAsRange) Next(e sql.Expression) sql.Expression {
 	if b, ok := e.(*expression.Between); ok {
@@ -23,7 +24,7 @@ func (betweenAsRange) Next(e sql.Expression) sql.Expression {
 			expression.NewGreaterThanOrEqual(b.Val, b.Lower),
 			expression.NewLessThanOrEqual(b.Val, b.Upper))
 	}
-	if comparesIntLiteral(e) {
+	if comparesIntLiteral(e) || comparesPastMonthEnd(e) {
 		if d, same, err := numericDates(sql.NewEmptyContext(), e); err == nil && !same {
 			return d
 		}

@@ -51,9 +51,16 @@ func isIntLiteral(e sql.Expression) bool {
 }
 
 // numericDates rewrites the integer constants compared with a date or
-// time in e.
+// time in e, and the comparisons with a date past its month's end
+// (monthend.go).
 func numericDates(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 	return transform.Expr(ctx, e, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		if comparesPastMonthEnd(e) {
+			if m, ok := monthEndCompare(ctx, e); ok {
+				return m, transform.NewTree, nil
+			}
+			return e, transform.SameTree, nil
+		}
 		if !comparesIntLiteral(e) {
 			return e, transform.SameTree, nil
 		}
@@ -89,6 +96,11 @@ func numericDates(ctx *sql.Context, e sql.Expression) (sql.Expression, transform
 			return e, transform.SameTree, nil
 		}
 		n, err := e.WithChildren(ctx, out...)
+		if err == nil && comparesPastMonthEnd(n) { // 20240231
+			if m, ok := monthEndCompare(ctx, n); ok {
+				return m, transform.NewTree, nil
+			}
+		}
 		return n, transform.NewTree, err
 	})
 }

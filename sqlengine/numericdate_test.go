@@ -23,3 +23,24 @@ func TestNumberAsDate(t *testing.T) {
 		}
 	}
 }
+
+func TestPastMonthEnd(t *testing.T) {
+	for in, want := range map[string]string{
+		"2024-02-30":          "2024-03-01",
+		"2024-02-31 23:59:59": "2024-03-01",
+		"2023-02-29":          "2023-03-01",
+		"2024-04-31":          "2024-05-01",
+		"2024-12-32":          "", // no such day in any month: left alone
+		"2024-02-29":          "", // exists
+		"2024-12-31":          "",
+		"2024-13-01":          "",
+		"2024-2-30":           "",
+		"2024-02-30x":         "",
+		"hello":               "",
+	} {
+		got, ok := pastMonthEnd(in)
+		if got != want || ok != (want != "") {
+			t.Errorf("pastMonthEnd(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}

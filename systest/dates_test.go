@@ -2,6 +2,7 @@ package systest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,5 +51,42 @@ func TestDateComparedWithNumber(t *testing.T) {
 	}
 	if n, _ := xexec(t, db, "DELETE FROM t WHERE d < 20240102").RowsAffected(); n != 1 {
 		t.Errorf("DELETE ... WHERE d < 20240102 removed %d rows, want 1", n)
+	}
+}
+
+// TestDatePastMonthEnd checks a date constant whose day is past its
+// month's end, compared with a DATE or DATETIME column (indexed), as
+// MySQL compares it: after the month's last day, before the next month's
+// first (`dt <= '2024-02-31'` is all of February; it was February 1st to
+// 3rd, go-mysql-server reading '2024-02-3').
+func TestDatePastMonthEnd(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE e (id INT PRIMARY KEY, dt DATE, ts DATETIME, KEY (dt), KEY (ts))")
+	xexec(t, db, "INSERT INTO e VALUES (1,'2024-02-03','2024-02-03 10:00:00'),(2,'2024-02-29','2024-02-29 23:59:59'),(3,'2024-03-01','2024-03-01 00:00:00'),(4,'2024-12-31','2024-12-31 12:00:00')")
+	for q, want := range map[string]string{
+		"SELECT id FROM e WHERE dt = '2024-02-30'":                              "",
+		"SELECT id FROM e WHERE dt <=> '2024-02-30'":                            "",
+		"SELECT id FROM e WHERE dt <= '2024-02-31' ORDER BY id":                 "1 2",
+		"SELECT id FROM e WHERE dt > '2024-02-30' ORDER BY id":                  "3 4",
+		"SELECT id FROM e WHERE '2024-02-31' >= dt ORDER BY id":                 "1 2",
+		"SELECT id FROM e WHERE dt BETWEEN '2024-02-01' AND '2024-02-31'":       "1 2",
+		"SELECT id FROM e WHERE ts BETWEEN '2024-02-01' AND '2024-02-31'":       "1 2",
+		"SELECT id FROM e WHERE ts <= '2024-02-31 00:00:00' ORDER BY id":        "1 2",
+		"SELECT id FROM e WHERE dt <= 20240231 ORDER BY id":                     "1 2",
+		"SELECT id FROM e WHERE dt = ? ORDER BY id":                             "",
+		"SELECT COUNT(*) FROM e WHERE dt BETWEEN '2024-02-30' AND '2024-03-31'": "1",
+	} {
+		var args []any
+		if strings.Contains(q, "?") {
+			args = []any{"2024-02-30"}
+		}
+		if got := strings.Join(qLines(t, db, q, args...), " "); got != want {
+			t.Errorf("%s: %q, want %q", q, got, want)
+		}
+	}
+	if n := xexec(t, db, "DELETE FROM e WHERE dt <= '2024-02-31'"); n != nil {
+		if rows, _ := n.RowsAffected(); rows != 2 {
+			t.Errorf("DELETE ... WHERE dt <= '2024-02-31' deleted %d rows, want 2", rows)
+		}
 	}
 }
