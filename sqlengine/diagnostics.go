@@ -33,8 +33,8 @@ func recordError(s *Session, se *mysql.SQLError) {
 // Warnings with the texts of the errors they stand for.
 func (s *Session) Warn(w *sql.Warning) {
 	if w != nil && w.Level == "Note" {
-		if w.Code == mysql.ERUnknownError { // go-mysql-server's code for errors it does not map
-			if k, ok := byMessage(w.Message); ok {
+		if w.Code == mysql.ERUnknownError { // go-mysql-server's code for a CHECK
+			if k, ok := byMessage(w.Message); ok && k.code == erCheckConstraintViolated {
 				c := *w
 				c.Code = k.code
 				w = &c
