@@ -90,3 +90,23 @@ func TestDatePastMonthEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestDatetimeFunctionPrecision checks the fractional seconds of
+// FROM_UNIXTIME, UTC_TIMESTAMP and CONVERT_TZ as MySQL gives them (they
+// came as DATETIME(6): `2023-11-14 22:13:20.000000`).
+func TestDatetimeFunctionPrecision(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	c := conn(t, db)
+	xexec(t, c, "SET time_zone = '+00:00'")
+	xexec(t, c, "CREATE TABLE u (id INT PRIMARY KEY, ts INT, d DATETIME(3), c TIMESTAMP DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP)")
+	xexec(t, c, "INSERT INTO u (id, ts, d) VALUES (1, 1700000000, '2024-01-01 10:00:00.123')")
+	wantRows(t, "FROM_UNIXTIME and CONVERT_TZ", qLines(t, c, "SELECT FROM_UNIXTIME(ts), FROM_UNIXTIME(1700000000), CONVERT_TZ(d, '+00:00', '+01:00'), "+
+		"CONVERT_TZ('2024-01-01 00:00:00', '+00:00', '+02:00'), FROM_UNIXTIME(ts) + INTERVAL 1 DAY FROM u"),
+		[]string{"2023-11-14 22:13:20|2023-11-14 22:13:20|2024-01-01 11:00:00.123|2024-01-01 02:00:00|2023-11-15 22:13:20"})
+	if s := qStr(t, c, "SELECT UTC_TIMESTAMP()"); strings.Contains(s, ".") {
+		t.Errorf("UTC_TIMESTAMP() = %s, want no fraction", s)
+	}
+	if s := qStr(t, c, "SELECT UTC_TIMESTAMP(3)"); len(s) != len("2006-01-02 15:04:05.000") {
+		t.Errorf("UTC_TIMESTAMP(3) = %s, want 3 fractional digits", s)
+	}
+}
