@@ -9,7 +9,8 @@ import (
 
 // priorityBuilder is go-mysql-server's exec builder's priority builder:
 // it builds the few nodes whose answers Certus gives as MySQL does
-// (EXPLAIN, SHOW INDEX), has base build a node whose expressions compare
+// (EXPLAIN, SHOW INDEX), corrects go-mysql-server's rows of SHOW COLUMNS
+// and SHOW TABLE STATUS (showcolumns.go), has base build a node whose expressions compare
 // a date with an integer with the integer read as a date (numericdate.go)
 // and INSERTs and UPDATEs with the strings they store into numeric
 // columns checked (strictnum.go) and the CHECK constraints that a table
