@@ -63,10 +63,7 @@ func pastMonthEndLiteral(e sql.Expression) (sql.Expression, bool) {
 // comparesPastMonthEnd reports, without a context, whether e is a
 // comparison with a string constant past its month's end.
 func comparesPastMonthEnd(e sql.Expression) bool {
-	switch e.(type) {
-	case *expression.Equals, *expression.NullSafeEquals, *expression.GreaterThan, *expression.GreaterThanOrEqual,
-		*expression.LessThan, *expression.LessThanOrEqual, *expression.Between:
-	default:
+	if _, in := e.(*expression.InTuple); in || !isComparison(e) {
 		return false
 	}
 	for _, c := range e.Children() {

@@ -24,10 +24,7 @@ import (
 // comparison one of whose operands is an integer constant: the only kind
 // numericDates may rewrite (the index costing asks for every filter).
 func comparesIntLiteral(e sql.Expression) bool {
-	switch e.(type) {
-	case *expression.Equals, *expression.NullSafeEquals, *expression.GreaterThan, *expression.GreaterThanOrEqual,
-		*expression.LessThan, *expression.LessThanOrEqual, *expression.Between, *expression.InTuple:
-	default:
+	if !isComparison(e) {
 		return false
 	}
 	for _, c := range e.Children() {
@@ -41,6 +38,17 @@ func comparesIntLiteral(e sql.Expression) bool {
 		if isIntLiteral(c) {
 			return true
 		}
+	}
+	return false
+}
+
+// isComparison reports whether e compares values: =, <=>, <, <=, >, >=,
+// BETWEEN or IN.
+func isComparison(e sql.Expression) bool {
+	switch e.(type) {
+	case *expression.Equals, *expression.NullSafeEquals, *expression.GreaterThan, *expression.GreaterThanOrEqual,
+		*expression.LessThan, *expression.LessThanOrEqual, *expression.Between, *expression.InTuple:
+		return true
 	}
 	return false
 }
