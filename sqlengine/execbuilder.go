@@ -79,7 +79,7 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 			if err != nil {
 				return nil, err
 			}
-			return showTableStatus(ctx, n, it), nil
+			return showTableStatus(n, it), nil
 		}
 	case *plan.InsertInto:
 		if ii := checkedInsert(ctx, n); ii != nil {
@@ -90,7 +90,7 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 		if err != nil {
 			return nil, err
 		}
-		return &strictInsertRows{src: src, n: n, lenient: lenientStore(ctx, n.ignore)}, nil
+		return checkRows(ctx, n, src), nil
 	case sql.Expressioner:
 		exprs := n.Expressions()
 		var out []sql.Expression

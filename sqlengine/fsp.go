@@ -125,7 +125,7 @@ func (f *fspFunc) Type(ctx *sql.Context) sql.Type {
 // Eval implements sql.Expression.
 func (f *fspFunc) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	v, err := f.Expression.Eval(ctx, row)
-	if t, ok := v.(time.Time); ok && err == nil && f.fsp >= 0 && types.IsDatetimeType(f.Expression.Type(ctx)) {
+	if t, ok := v.(time.Time); ok && err == nil && f.fsp >= 0 {
 		unit := time.Second
 		for i := 0; i < f.fsp; i++ {
 			unit /= 10

@@ -24,49 +24,34 @@ func showColumns(n *plan.ShowColumns, it sql.RowIter) sql.RowIter {
 			cols = append(cols, c)
 		}
 	}
-	return &showColumnsRows{src: it, cols: cols, full: n.Full}
-}
-
-// showColumnsRows corrects go-mysql-server's rows of SHOW COLUMNS; cols
-// are the columns they describe, in order.
-type showColumnsRows struct {
-	src  sql.RowIter
-	cols []*sql.Column
-	full bool
-	i    int
-}
-
-// Next implements sql.RowIter.
-func (it *showColumnsRows) Next(ctx *sql.Context) (sql.Row, error) {
-	r, err := it.src.Next(ctx)
-	if err != nil || it.i >= len(it.cols) || len(r) < 2 {
-		return r, err
-	}
-	c := it.cols[it.i]
-	it.i++
-	if s, ok := r[1].(string); ok {
-		r[1] = bareType(s)
-	}
-	def := 4
-	if it.full && len(r) >= 8 {
-		r[2] = columnCollation(c.Type)
-		r[7] = "select,insert,update,references"
-		def = 5
-	}
-	if c.Default != nil && def < len(r) {
-		r[def] = information_schema.GetColumnDefault(ctx, c.Default)
-	}
-	if c.Generated != nil && def+1 < len(r) {
-		r[def+1] = "STORED GENERATED"
-		if c.Virtual {
-			r[def+1] = "VIRTUAL GENERATED"
+	i := 0 // the rows describe cols, in order
+	return &mappedRows{RowIter: it, f: func(ctx *sql.Context, r sql.Row) error {
+		if i >= len(cols) || len(r) < 2 {
+			return nil
 		}
-	}
-	return r, nil
+		c := cols[i]
+		i++
+		if s, ok := r[1].(string); ok {
+			r[1] = bareType(s)
+		}
+		def := 4
+		if n.Full && len(r) >= 8 {
+			r[2] = columnCollation(c.Type)
+			r[7] = "select,insert,update,references"
+			def = 5
+		}
+		if c.Default != nil && def < len(r) {
+			r[def] = information_schema.GetColumnDefault(ctx, c.Default)
+		}
+		if c.Generated != nil && def+1 < len(r) {
+			r[def+1] = "STORED GENERATED"
+			if c.Virtual {
+				r[def+1] = "VIRTUAL GENERATED"
+			}
+		}
+		return nil
+	}}
 }
-
-// Close implements sql.RowIter.
-func (it *showColumnsRows) Close(ctx *sql.Context) error { return it.src.Close(ctx) }
 
 // bareType is a column type as go-mysql-server prints it without the
 // character set and collation it appends.
@@ -93,39 +78,44 @@ func columnCollation(t sql.Type) any {
 // where MySQL's differ: Row_format is Dynamic (InnoDB's default) and
 // Auto_increment the value the next insert would take (go-mysql-server
 // gave NULL), as information_schema.TABLES has it.
-func showTableStatus(ctx *sql.Context, n *plan.ShowTableStatus, it sql.RowIter) sql.RowIter {
-	return &mappedRows{RowIter: it, f: func(r sql.Row) {
+func showTableStatus(n *plan.ShowTableStatus, it sql.RowIter) sql.RowIter {
+	return &mappedRows{RowIter: it, f: func(ctx *sql.Context, r sql.Row) error {
 		if len(r) < 11 {
-			return
+			return nil
 		}
 		r[3] = "Dynamic"
 		name, ok := r[0].(string)
 		if !ok || n.Database() == nil {
-			return
+			return nil
 		}
 		t, found, err := n.Database().GetTableInsensitive(ctx, name)
 		if err != nil || !found || !t.Schema(ctx).HasAutoIncrement() {
-			return
+			return nil
 		}
 		if ai, ok := t.(sql.AutoIncrementTable); ok {
 			if next, err := ai.PeekNextAutoIncrementValue(ctx); err == nil {
 				r[10] = next
 			}
 		}
+		return nil
 	}}
 }
 
-// mappedRows changes each row of a RowIter in place.
+// mappedRows changes each row of a RowIter in place with f, which may
+// fail the statement.
 type mappedRows struct {
 	sql.RowIter
-	f func(sql.Row)
+	f func(*sql.Context, sql.Row) error
 }
 
 // Next implements sql.RowIter.
 func (it *mappedRows) Next(ctx *sql.Context) (sql.Row, error) {
 	r, err := it.RowIter.Next(ctx)
-	if err == nil {
-		it.f(r)
+	if err != nil {
+		return r, err
 	}
-	return r, err
+	if err := it.f(ctx, r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }

@@ -95,12 +95,16 @@ func storedKind(t sql.Type) string {
 }
 
 // storeValue checks v, about to be stored into the column col of type typ
-// (of kind, see storedKind) as row number row of the statement, and
-// returns what to store instead. lenient is true for IGNORE and outside
-// strict mode: a bad string then warns instead of failing.
-func storeValue(ctx *sql.Context, col string, typ sql.Type, kind string, v any, row int64, lenient bool) (any, error) {
+// (checked when storedKind names it) as row number row of the statement,
+// and returns what to store instead. lenient is true for IGNORE and
+// outside strict mode: a bad string then warns instead of failing.
+func storeValue(ctx *sql.Context, col string, typ sql.Type, v any, row int64, lenient bool) (any, error) {
 	s, ok := v.(string) // not []byte: 0x7E is a number here
 	if !ok {
+		return v, nil
+	}
+	kind := storedKind(typ)
+	if kind == "" {
 		return v, nil
 	}
 	if kind == "date" || kind == "datetime" {
@@ -188,48 +192,37 @@ func (n *strictInsertSource) WithChildren(_ *sql.Context, children ...sql.Node) 
 	return &c, nil
 }
 
-// strictInsertRows checks the rows of a strictInsertSource.
-type strictInsertRows struct {
-	src     sql.RowIter
-	n       *strictInsertSource
-	lenient bool
-	row     int64
-}
-
-// Next implements sql.RowIter.
-func (it *strictInsertRows) Next(ctx *sql.Context) (sql.Row, error) {
-	r, err := it.src.Next(ctx)
-	if err != nil {
-		return r, err
-	}
-	it.row++
-	if len(r) != len(it.n.dst) {
-		// a row laid out otherwise (a trigger's INSERT also carries the
-		// outer row's columns) is left to go-mysql-server
-		return r, nil
-	}
-	for _, i := range it.n.checked {
-		c := it.n.dst[i]
-		v, err := storeValue(ctx, c.Name, c.Type, storedKind(c.Type), r[i], it.row, it.lenient)
-		if err != nil {
-			return nil, err
+// checkRows checks the rows of n's source it with storeValue.
+func checkRows(ctx *sql.Context, n *strictInsertSource, it sql.RowIter) sql.RowIter {
+	lenient := lenientStore(ctx, n.ignore)
+	var row int64
+	return &mappedRows{RowIter: it, f: func(ctx *sql.Context, r sql.Row) error {
+		row++
+		if len(r) != len(n.dst) {
+			// a row laid out otherwise (a trigger's INSERT also carries
+			// the outer row's columns) is left to go-mysql-server
+			return nil
 		}
-		r[i] = v
-	}
-	return r, nil
+		for _, i := range n.checked {
+			c := n.dst[i]
+			v, err := storeValue(ctx, c.Name, c.Type, r[i], row, lenient)
+			if err != nil {
+				return err
+			}
+			r[i] = v
+		}
+		return nil
+	}}
 }
-
-// Close implements sql.RowIter.
-func (it *strictInsertRows) Close(ctx *sql.Context) error { return it.src.Close(ctx) }
 
 // strictAssign is the value of an UPDATE's assignment to a checked column
 // (see storedKind), checked by storeValue.
 type strictAssign struct {
 	expression.UnaryExpressionStub
-	col, kind string
-	typ       sql.Type
-	lenient   bool
-	row       *int64 // the number of the row being updated (see countedRows)
+	col     string
+	typ     sql.Type
+	lenient bool
+	row     *int64 // the number of the row being updated (see countedRows)
 }
 
 var _ sql.Expression = (*strictAssign)(nil)
@@ -250,8 +243,7 @@ func checkedAssignments(ctx *sql.Context, u *plan.UpdateSource, exprs []sql.Expr
 		if !ok {
 			continue
 		}
-		kind := storedKind(gf.Type(ctx))
-		if kind == "" {
+		if storedKind(gf.Type(ctx)) == "" {
 			continue
 		}
 		if _, ok := sf.RightChild.(*strictAssign); ok {
@@ -261,7 +253,7 @@ func checkedAssignments(ctx *sql.Context, u *plan.UpdateSource, exprs []sql.Expr
 			out = append([]sql.Expression(nil), exprs...)
 		}
 		out[i] = expression.NewSetField(gf, &strictAssign{UnaryExpressionStub: expression.UnaryExpressionStub{Child: sf.RightChild},
-			col: gf.Name(), typ: gf.Type(ctx), kind: kind, lenient: lenient, row: row})
+			col: gf.Name(), typ: gf.Type(ctx), lenient: lenient, row: row})
 	}
 	return out
 }
@@ -286,7 +278,7 @@ func (a *strictAssign) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	if err != nil || v == nil {
 		return v, err
 	}
-	return storeValue(ctx, a.col, a.typ, a.kind, v, *a.row, a.lenient)
+	return storeValue(ctx, a.col, a.typ, v, *a.row, a.lenient)
 }
 
 // Type implements sql.Expression.
