@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 
+	"github.com/certusdb/certus/internal/directio"
 	"github.com/certusdb/certus/internal/frame"
 )
 
@@ -32,14 +34,27 @@ const (
 	frameReadIndexResp byte = 11 // read link answer: the context and the commit index (8 bytes each)
 )
 
+// readLinks counts the read links a follower has open (one per leader it
+// asked, so at most the cluster's size less one). They are read directly
+// (internal/directio): an answer from the leader is the whole causal
+// read's wait, and under load a goroutine parked on the poller learned of
+// it about a millisecond later than a thread blocked in read(2) did.
+var readLinks = directio.Group{PerProc: 16}
+
 // linkRedial is how long after a failed dial a read link is not tried
 // again (rounds go through raft meanwhile).
 const linkRedial = time.Second
 
+// linkWriteTimeout bounds a read link request's write (a leader that
+// stopped reading); the link is then closed and its rounds go through
+// raft.
+const linkWriteTimeout = time.Second
+
 // readLink is a follower's connection to a leader for read requests.
 type readLink struct {
-	c  net.Conn
-	mu sync.Mutex // serializes requests
+	c      net.Conn
+	direct bool       // c is read directly: writes are bounded by its write timeout, not deadlines
+	mu     sync.Mutex // serializes requests
 }
 
 // SendReadIndex asks member to for a read index over the read link; false
@@ -60,7 +75,9 @@ func (t *TCPTransport) SendReadIndex(to, ctx uint64) bool {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], ctx)
 	l.mu.Lock()
-	_ = l.c.SetWriteDeadline(time.Now().Add(time.Second))
+	if !l.direct {
+		_ = l.c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
+	}
 	err := frame.Write(l.c, frameReadIndex, b[:])
 	l.mu.Unlock()
 	if err != nil {
@@ -98,6 +115,10 @@ func (t *TCPTransport) runLink(id uint64, addr string) {
 		return
 	}
 	l := &readLink{c: c}
+	if d := directio.New(c, &readLinks); d != nil {
+		_ = d.SetWriteTimeout(linkWriteTimeout)
+		l.c, l.direct = d, true
+	}
 	t.links[id] = l
 	t.mu.Unlock()
 
@@ -130,6 +151,13 @@ func (t *TCPTransport) readAnswers(id uint64, l *readLink) {
 		if n := t.node.Load(); n != nil {
 			n.finishLinkRead(binary.BigEndian.Uint64(payload[:8]), binary.BigEndian.Uint64(payload[8:]))
 		}
+		if l.direct && r.Buffered() == 0 {
+			// The sessions just answered are queued on this goroutine's
+			// processor, which the next read(2) keeps until the runtime's
+			// monitor takes it back (20 µs to 10 ms later); yielding runs
+			// them now: about 0.4 ms less per causal read under load.
+			runtime.Gosched()
+		}
 	}
 }
 
@@ -153,7 +181,7 @@ func (t *TCPTransport) answerReadIndex(c net.Conn, from uint64, rctx []byte) boo
 		var b [16]byte
 		copy(b[:8], rctx)
 		binary.BigEndian.PutUint64(b[8:], idx)
-		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
 		return frame.Write(c, frameReadIndexResp, b[:]) == nil
 	}
 	self := t.self

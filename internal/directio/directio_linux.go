@@ -209,6 +209,39 @@ func (d *Conn) SetReadDeadline(t time.Time) error { return d.setDeadline(true, f
 // SetWriteDeadline implements net.Conn.
 func (d *Conn) SetWriteDeadline(t time.Time) error { return d.setDeadline(false, true, t) }
 
+// SetWriteTimeout bounds each write made directly to t: a write(2) that
+// cannot finish within it (the peer stopped reading and the send buffer is
+// full) fails with EAGAIN. It is the socket's SO_SNDTIMEO, which a
+// deadline cannot be on a blocking descriptor without moving the socket
+// into the poller. Writes through the poller are bounded by deadlines
+// only.
+func (d *Conn) SetWriteTimeout(t time.Duration) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return net.ErrClosed
+	}
+	var sc syscall.Conn = d.file
+	if d.file == nil {
+		var ok bool
+		if sc, ok = d.polled.(syscall.Conn); !ok {
+			return errors.New("directio: cannot set a write timeout")
+		}
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	tv := syscall.NsecToTimeval(t.Nanoseconds())
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptTimeval(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
 // SetIdle takes the connection out of its group's count while it sits
 // unused (a proxy's pooled backend connection: nothing waits on it) and
 // puts it back when it is used again.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -204,6 +205,40 @@ func TestDeadlines(t *testing.T) {
 		t.Fatalf("the connection is %s after the deadline was cleared, want direct", got)
 	}
 	pong(t, server, client)
+}
+
+// TestWriteTimeout checks that a direct write to a peer that stopped
+// reading fails after the write timeout and leaves the connection direct.
+func TestWriteTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, server := acceptPair(t, ln, &Group{PerProc: 1})
+	const timeout = 100 * time.Millisecond
+	if err := server.SetWriteTimeout(timeout); err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	start := time.Now()
+	for written := 0; ; written += len(chunk) {
+		if _, err = server.Write(chunk); err != nil {
+			break
+		}
+		if written > 256<<20 {
+			t.Fatal("256 MiB written to a peer that reads nothing")
+		}
+	}
+	if !errors.Is(err, syscall.EAGAIN) {
+		t.Fatalf("write to a full socket: %v, want EAGAIN", err)
+	}
+	if d := time.Since(start); d < timeout || d > 5*time.Second {
+		t.Fatalf("the write failed after %s, want about %s", d, timeout)
+	}
+	if got := ioMode(server); got != "direct" {
+		t.Fatalf("the connection is %s after a write timeout, want direct", got)
+	}
 }
 
 // TestIdle checks that an idle connection leaves its group's count, comes

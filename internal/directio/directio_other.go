@@ -2,7 +2,10 @@
 
 package directio
 
-import "net"
+import (
+	"net"
+	"time"
+)
 
 // Group counts a kind of connection (see the Linux version).
 type Group struct {
@@ -19,6 +22,9 @@ type Conn struct{ net.Conn }
 
 // SetIdle does nothing elsewhere.
 func (d *Conn) SetIdle(bool) {}
+
+// SetWriteTimeout does nothing elsewhere.
+func (d *Conn) SetWriteTimeout(time.Duration) error { return nil }
 
 // New returns nil: c keeps using Go's poller.
 func New(net.Conn, *Group) *Conn { return nil }
