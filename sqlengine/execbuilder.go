@@ -63,7 +63,7 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 			return it, nil
 		}
 	case *plan.ShowIndexes:
-		return showIndexes(ctx, n)
+		return showIndexes(ctx, b.cat, n)
 	case *plan.ShowColumns:
 		if cp, ok := b.copyToCorrect(n); ok {
 			cp := cp.(*plan.ShowColumns)

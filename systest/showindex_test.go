@@ -78,3 +78,31 @@ func TestShowColumns(t *testing.T) {
 		t.Errorf("SHOW TABLE STATUS: Row_format %q, Auto_increment %q; want Dynamic, 3", f[3], f[10])
 	}
 }
+
+// TestShowIndexWhere checks that SHOW INDEX's WHERE selects rows (it was
+// ignored, so a script that looks an index up before creating it never
+// created it), that a condition naming no column of SHOW INDEX is 1054,
+// and that one with a subquery is refused (1235).
+func TestShowIndexWhere(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(30), b INT, UNIQUE KEY ab (a, b), KEY bk (b))")
+	keys := func(q string, args ...any) []string {
+		t.Helper()
+		var out []string
+		for _, l := range qLines(t, db, q, args...) {
+			f := strings.Split(l, "|")
+			out = append(out, f[2]+"."+f[4])
+		}
+		return out
+	}
+	wantRows(t, "Key_name = 'ab'", keys("SHOW INDEX FROM t WHERE Key_name = 'ab'"), []string{"ab.a", "ab.b"})
+	wantRows(t, "no such key", keys("SHOW INDEX FROM t WHERE Key_name = 'nosuch'"), nil)
+	wantRows(t, "Non_unique, any case", keys("SHOW KEYS FROM d1.t WHERE non_unique = 1 OR `KEY_NAME` = 'primary'"), []string{"PRIMARY.id", "bk.b"})
+	wantRows(t, "Seq_in_index", keys("SHOW INDEXES FROM t FROM d1 WHERE Seq_in_index > 1"), []string{"ab.b"})
+	if _, err := db.ExecContext(t.Context(), "SHOW INDEX FROM t WHERE nosuch = 1"); err == nil || !strings.Contains(err.Error(), "1054") {
+		t.Errorf("SHOW INDEX with an unknown column in WHERE: %v, want 1054", err)
+	}
+	if _, err := db.ExecContext(t.Context(), "SHOW INDEX FROM t WHERE Key_name IN (SELECT 'ab')"); err == nil || !strings.Contains(err.Error(), "1235") {
+		t.Errorf("SHOW INDEX with a subquery in WHERE: %v, want 1235 (not supported) rather than a wrong answer", err)
+	}
+}
