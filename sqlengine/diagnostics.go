@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
@@ -45,6 +46,13 @@ func (s *Session) Warn(w *sql.Warning) {
 			c := *w
 			c.Level, c.Message = "Warning", ignoredErrorText(s, c.Code, c.Message)
 			w = &c
+		case mysql.ERDbCreateExists, mysql.ERDbDropExists:
+			// go-mysql-server's text leaves the name unquoted and ends in a space
+			if m := databaseNoteRe.FindStringSubmatch(w.Message); m != nil {
+				c := *w
+				c.Message = fmt.Sprintf("Can't %s database '%s'; database %s", m[1], m[2], m[3])
+				w = &c
+			}
 		}
 	}
 	s.BaseSession.Warn(w)
@@ -53,7 +61,29 @@ func (s *Session) Warn(w *sql.Warning) {
 var (
 	dupPrefixRe = regexp.MustCompile(`^duplicate (?:primary|unique) key given: `)
 	notNullRe   = regexp.MustCompile(`^column name '(.+)' is non-nullable but attempted to set a value of null$`)
+	// databaseNoteRe is go-mysql-server's note of CREATE DATABASE IF NOT
+	// EXISTS and DROP DATABASE IF EXISTS
+	databaseNoteRe = regexp.MustCompile(`^Can't (create|drop) database (.+); database (exists|doesn't exist) ?$`)
 )
+
+// noteTableExists raises MySQL's Note 1050 for a CREATE TABLE IF NOT
+// EXISTS whose table exists (go-mysql-server creates nothing and says
+// nothing); migration tools log it. A temporary table and a table of the
+// same name do not stop each other's creation, so only a table of the same
+// kind counts.
+func noteTableExists(ctx *sql.Context, n *plan.CreateTable) {
+	if !n.IfNotExists() || n.Db == nil {
+		return
+	}
+	t, ok, err := n.Db.GetTableInsensitive(ctx, n.Name())
+	if err != nil || !ok {
+		return
+	}
+	temp, _ := t.(sql.TemporaryTable)
+	if (temp != nil && temp.IsTemporary()) == n.Temporary() {
+		ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERTableExists, Message: fmt.Sprintf("Table '%s' already exists", n.Name())})
+	}
+}
 
 // ignoredErrorText is MySQL's text of the error an IGNORE statement
 // skipped, from go-mysql-server's msg.

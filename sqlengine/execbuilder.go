@@ -14,7 +14,8 @@ import (
 // a date with an integer with the integer read as a date (numericdate.go)
 // and INSERTs and UPDATEs with the strings they store into numeric
 // columns checked (strictnum.go) and the CHECK constraints that a table
-// with virtual columns hid (virtualchecks.go), and leaves every other node
+// with virtual columns hid (virtualchecks.go), raises the note of a CREATE
+// TABLE IF NOT EXISTS that creates nothing (diagnostics.go), and leaves every other node
 // to go-mysql-server (a nil iterator).
 type priorityBuilder struct {
 	base sql.NodeExecBuilder
@@ -56,6 +57,9 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 			return nil, err
 		}
 		return b.base.Build(ctx, m, row)
+	}
+	if ct, ok := n.(*plan.CreateTable); ok {
+		noteTableExists(ctx, ct)
 	}
 	switch n := n.(type) {
 	case *plan.DescribeQuery:

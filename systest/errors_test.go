@@ -422,3 +422,35 @@ func TestChecksWithVirtualColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestIfExistsNotes checks the notes of DDL with IF [NOT] EXISTS that
+// finds nothing to do, as MySQL words them: CREATE TABLE IF NOT EXISTS
+// raised none, and the database ones left the name unquoted.
+func TestIfExistsNotes(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	c := conn(t, db)
+	for _, tc := range []struct{ stmt, want string }{
+		{"CREATE DATABASE IF NOT EXISTS d1", "Note|1007|Can't create database 'd1'; database exists"},
+		{"DROP DATABASE IF EXISTS nosuch", "Note|1008|Can't drop database 'nosuch'; database doesn't exist"},
+		{"CREATE TABLE t (id INT PRIMARY KEY)", ""},
+		{"CREATE TABLE IF NOT EXISTS t (id INT PRIMARY KEY, v INT)", "Note|1050|Table 't' already exists"},
+		{"CREATE TABLE IF NOT EXISTS u (id INT PRIMARY KEY)", ""},
+		{"CREATE TEMPORARY TABLE IF NOT EXISTS t (id INT PRIMARY KEY, v INT)", ""}, // shadows t
+		{"CREATE TEMPORARY TABLE IF NOT EXISTS t (id INT PRIMARY KEY)", "Note|1050|Table 't' already exists"},
+	} {
+		if err := tryExec(c, tc.stmt); err != nil {
+			t.Fatalf("%s: %v", tc.stmt, err)
+		}
+		got := strings.Join(qLines(t, c, "SHOW WARNINGS"), "\n")
+		if got != tc.want {
+			t.Errorf("%s: SHOW WARNINGS gave %q, want %q", tc.stmt, got, tc.want)
+		}
+	}
+	// the temporary t shadows the table, which is untouched
+	if cols := qLines(t, c, "SHOW COLUMNS FROM t"); len(cols) != 2 {
+		t.Errorf("temporary t has columns %v", cols)
+	}
+	if cols := qLines(t, db, "SHOW COLUMNS FROM d1.t"); len(cols) != 1 {
+		t.Errorf("t has columns %v after CREATE TABLE IF NOT EXISTS with another definition", cols)
+	}
+}
