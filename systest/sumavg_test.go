@@ -108,16 +108,12 @@ func TestRoundPlaces(t *testing.T) {
 	_, db := startNode(t, "n1", "d1")
 	xexec(t, db, "CREATE TABLE p (id INT PRIMARY KEY, d DECIMAL(6,2), f DOUBLE)")
 	xexec(t, db, "INSERT INTO p VALUES (1, 1.50, 2.5), (2, 2.25, -2.5), (3, 19.99, 3.5)")
-	for _, tc := range []struct{ q, want string }{
+	wantAnswers(t, db, []answer{
 		{"SELECT ROUND(d), ROUND(d, 1), TRUNCATE(d, 1), ROUND(d, 3), ROUND(d, -1), ROUND(f), TRUNCATE(f, 0) FROM p ORDER BY id",
 			"2|1.5|1.5|1.500|0|2|2\n2|2.3|2.2|2.250|0|-2|-2\n20|20.0|19.9|19.990|20|4|3"},
 		{"SELECT ROUND(2.5e0), ROUND(-2.5e0), ROUND('2.5'), ROUND(2.5), ROUND(-2.5), ROUND(1.005, 2), ROUND(9.99, 1)",
 			"2|-2|2|3|-3|1.01|10.0"},
 		{"SELECT ROUND(MAX(d)), TRUNCATE(MAX(d), 1), ROUND(SUM(d), 1) FROM p", "20|19.9|23.7"},
 		{"SELECT ROUND(d, id) FROM p ORDER BY id", "1.50\n2.25\n19.99"},
-	} {
-		if got := strings.Join(qLines(t, db, tc.q), "\n"); got != tc.want {
-			t.Errorf("%s:\n got %s\nwant %s", tc.q, got, tc.want)
-		}
-	}
+	})
 }

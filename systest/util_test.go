@@ -192,6 +192,19 @@ func wantRows(t testing.TB, what string, got, want []string) {
 	}
 }
 
+// answer is a query and its rows as qLines gives them, joined by "\n".
+type answer struct{ q, want string }
+
+// wantAnswers fails t for each query of answers whose rows differ.
+func wantAnswers(t testing.TB, e queryer, answers []answer) {
+	t.Helper()
+	for _, a := range answers {
+		if got := strings.Join(qLines(t, e, a.q), "\n"); got != a.want {
+			t.Errorf("%s:\n got %s\nwant %s", a.q, got, a.want)
+		}
+	}
+}
+
 // qMap returns the two-column result of q (SHOW VARIABLES / STATUS) as a
 // map keyed by the lower-cased first column.
 func qMap(t testing.TB, e queryer, q string) map[string]string {
