@@ -15,7 +15,8 @@ import (
 // and INSERTs and UPDATEs with the strings they store into numeric
 // columns checked (strictnum.go) and the CHECK constraints that a table
 // with virtual columns hid (virtualchecks.go), raises the note of a CREATE
-// TABLE IF NOT EXISTS that creates nothing (diagnostics.go), and leaves every other node
+// TABLE IF NOT EXISTS that creates nothing (diagnostics.go), builds DISTINCT
+// with the columns' collations (distinct.go), and leaves every other node
 // to go-mysql-server (a nil iterator).
 type priorityBuilder struct {
 	base sql.NodeExecBuilder
@@ -60,6 +61,9 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 	}
 	if ct, ok := n.(*plan.CreateTable); ok {
 		noteTableExists(ctx, ct)
+	}
+	if d, ok := n.(*plan.Distinct); ok && len(d.DistinctOn()) == 0 {
+		return collatedDistinct(ctx, b.base, d, row)
 	}
 	switch n := n.(type) {
 	case *plan.DescribeQuery:

@@ -117,3 +117,19 @@ func TestRoundPlaces(t *testing.T) {
 		{"SELECT ROUND(d, id) FROM p ORDER BY id", "1.50\n2.25\n19.99"},
 	})
 }
+
+// TestDistinctCollation checks that SELECT DISTINCT compares by the
+// columns' collations, as GROUP BY does (values as MySQL 8 and MariaDB
+// give them): with the default utf8mb4_0900_ai_ci, 'Apple' and 'apple' are
+// one row; 'APPLE ' is another (NO PAD), and a binary collation keeps case.
+func TestDistinctCollation(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE s (id INT PRIMARY KEY, name VARCHAR(20), bin VARCHAR(20) COLLATE utf8mb4_bin)")
+	xexec(t, db, "INSERT INTO s VALUES (1, 'Apple', 'Apple'), (2, 'apple', 'apple'), (3, 'APPLE ', 'APPLE '), (4, 'b', 'b')")
+	wantAnswers(t, db, []answer{
+		{"SELECT DISTINCT name FROM s ORDER BY id", "Apple\nAPPLE \nb"},
+		{"SELECT COUNT(*) FROM (SELECT DISTINCT name FROM s) x", "3"},
+		{"SELECT DISTINCT bin FROM s ORDER BY id", "Apple\napple\nAPPLE \nb"},
+		{"SELECT COUNT(*) FROM (SELECT DISTINCT id % 2, 'x' FROM s) x", "2"},
+	})
+}
