@@ -66,7 +66,7 @@ func (fc *fastCall) selectRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Stateme
 		}
 		out = []sql.Row{{v}}
 	case st.Distinct:
-		out, err = distinctRows(ctx, p.project(rows))
+		out, err = distinctRows(ctx, p.types, p.project(rows))
 		if err != nil {
 			return nil, err
 		}
@@ -262,13 +262,18 @@ func (p *fastPlan) aggregate(ctx *sql.Context, rows []sql.Row) (any, error) {
 	return buf.Eval(ctx)
 }
 
-// distinctRows keeps the first of rows with equal values, compared as
-// go-mysql-server's Distinct compares them (by hash).
-func distinctRows(ctx *sql.Context, rows []sql.Row) ([]sql.Row, error) {
+// distinctRows keeps the first of rows with equal values, compared as the
+// general path's DISTINCT compares them (by a hash under the collations of
+// the columns' types, distinct.go).
+func distinctRows(ctx *sql.Context, types []sql.Type, rows []sql.Row) ([]sql.Row, error) {
+	sch := make(sql.Schema, len(types))
+	for i, t := range types {
+		sch[i] = &sql.Column{Type: t}
+	}
 	seen := make(map[uint64]struct{}, len(rows))
 	out := rows[:0]
 	for _, row := range rows {
-		h, err := hash.HashOf(ctx, nil, row)
+		h, err := hash.HashOf(ctx, sch, row)
 		if err != nil {
 			return nil, err
 		}
