@@ -16,7 +16,8 @@ import (
 // columns checked (strictnum.go) and the CHECK constraints that a table
 // with virtual columns hid (virtualchecks.go), raises the note of a CREATE
 // TABLE IF NOT EXISTS that creates nothing (diagnostics.go), builds DISTINCT
-// with the columns' collations (distinct.go), and leaves every other node
+// and COUNT(DISTINCT) with the columns' collations (distinct.go), and
+// leaves every other node
 // to go-mysql-server (a nil iterator).
 type priorityBuilder struct {
 	base sql.NodeExecBuilder
@@ -104,7 +105,13 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 		var out []sql.Expression
 		for i, e := range exprs {
 			d, same, err := numericDates(ctx, e)
-			if err != nil || same {
+			if err != nil {
+				continue
+			}
+			if c, cs, err := collatedCounts(ctx, d); err == nil && !cs {
+				d, same = c, cs
+			}
+			if same {
 				continue
 			}
 			if out == nil {
