@@ -17,8 +17,7 @@ import (
 // with virtual columns hid (virtualchecks.go), raises the note of a CREATE
 // TABLE IF NOT EXISTS that creates nothing (diagnostics.go), builds DISTINCT
 // and COUNT(DISTINCT) with the columns' collations (distinct.go), and
-// leaves every other node
-// to go-mysql-server (a nil iterator).
+// leaves every other node to go-mysql-server (a nil iterator).
 type priorityBuilder struct {
 	base sql.NodeExecBuilder
 	cat  sql.Catalog
