@@ -82,23 +82,19 @@ func convertTzFsp(ctx *sql.Context, args []sql.Expression) int {
 	return -1
 }
 
-// withMySQLFsp replaces the built-in functions of fspFuncs in
-// go-mysql-server's list (read when an engine's catalog is built).
-func withMySQLFsp(builtIns []sql.Function) {
-	for i, f := range builtIns {
-		rule, ok := fspFuncs[f.FunctionName()]
-		if !ok {
-			continue
-		}
-		inner := f
-		builtIns[i] = sql.FunctionN{Name: f.FunctionName(), Fn: func(ctx *sql.Context, args ...sql.Expression) (sql.Expression, error) {
+// fspWraps wraps the built-in functions of fspFuncs (see wrapBuiltIns).
+func fspWraps() map[string]builtInWrap {
+	wraps := map[string]builtInWrap{}
+	for name, rule := range fspFuncs {
+		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 			e, err := inner.NewInstance(ctx, args)
 			if err != nil {
 				return nil, err
 			}
 			return &fspFunc{Expression: e, fsp: rule(ctx, args), make: inner}, nil
-		}}
+		}
 	}
+	return wraps
 }
 
 // fspFunc is a go-mysql-server DATETIME function typed with MySQL's
@@ -170,4 +166,4 @@ func (f *fspFunc) CollationCoercibility(ctx *sql.Context) (sql.CollationID, byte
 	return sql.Collation_binary, 5
 }
 
-func init() { withMySQLFsp(function.BuiltIns) }
+func init() { wrapBuiltIns(function.BuiltIns, fspWraps()) }

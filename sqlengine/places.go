@@ -23,25 +23,17 @@ import (
 //     ROUND(-2.5e0) is -2 (go-mysql-server: 3 and -3). An exact DECIMAL
 //     still rounds half away from zero.
 
-// placesFuncs are the functions wrapped, by name; round tells ROUND.
-var placesFuncs = map[string]bool{"round": true, "truncate": false}
-
-// withMySQLPlaces replaces ROUND and TRUNCATE in go-mysql-server's list of
-// built-ins.
-func withMySQLPlaces(builtIns []sql.Function) {
-	for i, f := range builtIns {
-		round, ok := placesFuncs[f.FunctionName()]
-		if !ok {
-			continue
-		}
-		inner := f
-		builtIns[i] = sql.FunctionN{Name: f.FunctionName(), Fn: func(ctx *sql.Context, args ...sql.Expression) (sql.Expression, error) {
-			return newPlacesCall(ctx, inner, round, args)
-		}}
-	}
+// placesWraps wraps ROUND and TRUNCATE (see wrapBuiltIns).
+var placesWraps = map[string]builtInWrap{
+	"round": func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
+		return newPlacesCall(ctx, inner, true, args)
+	},
+	"truncate": func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
+		return newPlacesCall(ctx, inner, false, args)
+	},
 }
 
-func init() { withMySQLPlaces(function.BuiltIns) }
+func init() { wrapBuiltIns(function.BuiltIns, placesWraps) }
 
 // placesCall is a call of ROUND or TRUNCATE.
 type placesCall struct {
