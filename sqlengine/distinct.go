@@ -15,6 +15,36 @@ import (
 // utf8mb4_0900_ai_ci 'Apple' and 'apple' were two rows where MySQL
 // returns one.
 
+// collatedSet is a set of rows compared under their columns' collations
+// (by hash, as go-mysql-server's GROUP BY compares keys); DISTINCT, the
+// fast path's DISTINCT and COUNT(DISTINCT) share it.
+type collatedSet struct {
+	sch  sql.Schema
+	seen map[uint64]struct{}
+}
+
+// newCollatedSet returns an empty set of rows of types.
+func newCollatedSet(types []sql.Type) *collatedSet {
+	sch := make(sql.Schema, len(types))
+	for i, t := range types {
+		sch[i] = &sql.Column{Type: t}
+	}
+	return &collatedSet{sch: sch, seen: map[uint64]struct{}{}}
+}
+
+// add adds row and reports whether it was new.
+func (s *collatedSet) add(ctx *sql.Context, row sql.Row) (bool, error) {
+	h, err := hash.HashOf(ctx, s.sch, row)
+	if err != nil {
+		return false, err
+	}
+	if _, dup := s.seen[h]; dup {
+		return false, nil
+	}
+	s.seen[h] = struct{}{}
+	return true, nil
+}
+
 // collatedDistinct builds n (a DISTINCT without DISTINCT ON) over its
 // child's rows, built by base.
 func collatedDistinct(ctx *sql.Context, base sql.NodeExecBuilder, n *plan.Distinct, row sql.Row) (sql.RowIter, error) {
@@ -22,15 +52,13 @@ func collatedDistinct(ctx *sql.Context, base sql.NodeExecBuilder, n *plan.Distin
 	if err != nil {
 		return nil, err
 	}
-	return &collatedRows{child: it, sch: n.Child.Schema(ctx), seen: map[uint64]struct{}{}}, nil
+	return &collatedRows{child: it, set: &collatedSet{sch: n.Child.Schema(ctx), seen: map[uint64]struct{}{}}}, nil
 }
 
-// collatedRows passes each row whose hash under the schema's collations
-// it has not seen.
+// collatedRows passes each row its set has not seen.
 type collatedRows struct {
 	child sql.RowIter
-	sch   sql.Schema
-	seen  map[uint64]struct{}
+	set   *collatedSet
 }
 
 // Next implements sql.RowIter.
@@ -40,21 +68,15 @@ func (d *collatedRows) Next(ctx *sql.Context) (sql.Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		h, err := hash.HashOf(ctx, d.sch, row)
-		if err != nil {
-			return nil, err
+		if fresh, err := d.set.add(ctx, row); err != nil || fresh {
+			return row, err
 		}
-		if _, dup := d.seen[h]; dup {
-			continue
-		}
-		d.seen[h] = struct{}{}
-		return row, nil
 	}
 }
 
 // Close implements sql.RowIter.
 func (d *collatedRows) Close(ctx *sql.Context) error {
-	d.seen = nil
+	d.set = nil
 	return d.child.Close(ctx)
 }
 
@@ -84,15 +106,15 @@ type collatedCountDistinct struct {
 // NewBuffer implements sql.Aggregation.
 func (c *collatedCountDistinct) NewBuffer(ctx *sql.Context) (sql.AggregationBuffer, error) {
 	args := c.Children()
-	b := &collatedCountBuffer{exprs: make([]sql.Expression, len(args)), sch: make(sql.Schema, len(args)), seen: map[uint64]struct{}{}}
+	exprs, types := make([]sql.Expression, len(args)), make([]sql.Type, len(args))
 	for i, a := range args {
 		e, err := transform.Clone(ctx, a)
 		if err != nil {
 			return nil, err
 		}
-		b.exprs[i], b.sch[i] = e, &sql.Column{Type: e.Type(ctx)}
+		exprs[i], types[i] = e, e.Type(ctx)
 	}
-	return b, nil
+	return &collatedCountBuffer{exprs: exprs, set: newCollatedSet(types)}, nil
 }
 
 // WithChildren implements sql.Expression.
@@ -104,8 +126,7 @@ func (c *collatedCountDistinct) WithChildren(_ *sql.Context, children ...sql.Exp
 // skipping rows with a NULL, as MySQL's COUNT(DISTINCT) does.
 type collatedCountBuffer struct {
 	exprs []sql.Expression
-	sch   sql.Schema
-	seen  map[uint64]struct{}
+	set   *collatedSet
 }
 
 // Update implements sql.AggregationBuffer.
@@ -118,16 +139,12 @@ func (b *collatedCountBuffer) Update(ctx *sql.Context, row sql.Row) error {
 		}
 		vals[i] = v
 	}
-	h, err := hash.HashOf(ctx, b.sch, vals)
-	if err != nil {
-		return err
-	}
-	b.seen[h] = struct{}{}
-	return nil
+	_, err := b.set.add(ctx, vals)
+	return err
 }
 
 // Eval implements sql.AggregationBuffer.
-func (b *collatedCountBuffer) Eval(*sql.Context) (any, error) { return int64(len(b.seen)), nil }
+func (b *collatedCountBuffer) Eval(*sql.Context) (any, error) { return int64(len(b.set.seen)), nil }
 
 // Dispose implements sql.AggregationBuffer.
 func (b *collatedCountBuffer) Dispose(ctx *sql.Context) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
-	"github.com/dolthub/go-mysql-server/sql/hash"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
@@ -263,25 +262,18 @@ func (p *fastPlan) aggregate(ctx *sql.Context, rows []sql.Row) (any, error) {
 }
 
 // distinctRows keeps the first of rows with equal values, compared as the
-// general path's DISTINCT compares them (by a hash under the collations of
-// the columns' types, distinct.go).
+// general path's DISTINCT compares them (collatedSet).
 func distinctRows(ctx *sql.Context, types []sql.Type, rows []sql.Row) ([]sql.Row, error) {
-	sch := make(sql.Schema, len(types))
-	for i, t := range types {
-		sch[i] = &sql.Column{Type: t}
-	}
-	seen := make(map[uint64]struct{}, len(rows))
+	set := newCollatedSet(types)
 	out := rows[:0]
 	for _, row := range rows {
-		h, err := hash.HashOf(ctx, sch, row)
+		fresh, err := set.add(ctx, row)
 		if err != nil {
 			return nil, err
 		}
-		if _, ok := seen[h]; ok {
-			continue
+		if fresh {
+			out = append(out, row)
 		}
-		seen[h] = struct{}{}
-		out = append(out, row)
 	}
 	return out, nil
 }
