@@ -107,8 +107,10 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 			if err != nil {
 				continue
 			}
-			if c, cs, err := collatedCounts(ctx, d); err == nil && !cs {
-				d, same = c, cs
+			if _, grouped := n.(*plan.GroupBy); grouped { // where COUNT(DISTINCT) is aggregated
+				if c, cs, err := collatedCounts(ctx, d); err == nil && !cs {
+					d, same = c, cs
+				}
 			}
 			if same {
 				continue
