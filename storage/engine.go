@@ -104,8 +104,12 @@ type Engine struct {
 
 	rows *rowCache // nil when Config.RowCacheBytes turned it off
 
-	streams     map[writeset.ID]*stream // open streaming transactions; guarded by applyMu
-	openStreams atomic.Int64            // len(streams), for status
+	// streams are the open streaming transactions, changed under applyMu
+	// and streamsMu (see setStream): apply reads them under applyMu,
+	// AwaitStreamBacklog under streamsMu
+	streams     map[writeset.ID]*stream
+	streamsMu   sync.Mutex
+	openStreams atomic.Int64 // len(streams), for status
 }
 
 // ErrApplyRejected wraps a deterministic refusal to apply a write-set (for
@@ -306,11 +310,11 @@ func (e *Engine) getUint64(key []byte) (uint64, error) {
 // Close closes the engine. Read views must be closed first.
 func (e *Engine) Close() error {
 	e.applyMu.Lock()
-	for _, st := range e.streams {
+	for id, st := range e.streams {
 		_ = st.settle(true)
 		st.a.b.Close()
+		e.setStream(id, nil)
 	}
-	e.streams = nil
 	e.applyMu.Unlock()
 	e.pubMu.Lock()
 	e.retireSnapshot().release()

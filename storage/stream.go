@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/certusdb/certus/internal/lowprio"
@@ -36,16 +38,26 @@ type stream struct {
 	rejected error    // a fragment was refused: the commit is refused
 
 	// A builder goroutine adds the fragments to the batch off the apply
-	// loop (see ApplyFragment); jobs feeds it, built is closed when it
-	// has ended, and err is its first error. Read a, rejected and err only
-	// after settle.
-	jobs      chan fragmentJob
-	built     chan struct{}
-	abandoned atomic.Bool // the transaction ended: skip what is queued
-	// urgent is set when the apply loop waits for the builder: it then
-	// leaves its lower priority (Config.BuildNice)
+	// loop (see ApplyFragment). Its queue has no bound: the apply loop
+	// never waits for it before the transaction ends, since a node whose
+	// apply loop waits asks the whole cluster to slow down (flow control).
+	// The origin keeps its own builder close behind instead
+	// (AwaitStreamBacklog), and a builder that falls further behind
+	// leaves its lower priority until it has caught up.
+	mu       sync.Mutex
+	queue    []fragmentJob // fragments waiting for the builder
+	adding   bool          // the builder is adding one
+	closed   bool          // settle was called: no more fragments
+	wake     chan struct{} // a token when there is work or closed is set
+	progress chan struct{} // closed (and replaced) at each fragment added
+	built    chan struct{} // closed when the builder has ended; nil before it started
+	// abandoned says the transaction ended: skip what is queued
+	abandoned atomic.Bool
+	// urgent is set while the builder is behind by more than
+	// builderBehind fragments, or the apply loop waits for it: it then
+	// runs at normal priority (Config.BuildNice)
 	urgent atomic.Bool
-	err    error
+	err    error // the builder's first error; read after settle
 }
 
 // fragmentJob is a fragment waiting for the builder, with the catalog at
@@ -55,64 +67,156 @@ type fragmentJob struct {
 	ws  *writeset.WriteSet
 }
 
-// builderQueue is how many fragments may wait for a stream's builder
-// before ApplyFragment waits for it.
-const builderQueue = 16
+// builderBehind is how many fragments may wait for a stream's builder
+// before it leaves its lower priority to catch up.
+const builderBehind = 16
 
 // enqueue hands a fragment to the stream's builder, starting it at the
-// given nice value if needed. A full queue makes the builder urgent.
+// given nice value if needed.
 func (st *stream) enqueue(nice int, cat *Catalog, ws *writeset.WriteSet) {
-	if st.jobs == nil {
-		st.jobs = make(chan fragmentJob, builderQueue)
+	st.mu.Lock()
+	if st.built == nil {
+		st.wake = make(chan struct{}, 1)
+		st.progress = make(chan struct{})
 		st.built = make(chan struct{})
 		go st.build(nice)
 	}
-	j := fragmentJob{cat: cat, ws: ws}
-	select {
-	case st.jobs <- j:
-	default:
+	st.queue = append(st.queue, fragmentJob{cat: cat, ws: ws})
+	if len(st.queue) > builderBehind {
 		st.urgent.Store(true)
-		st.jobs <- j
+	}
+	st.mu.Unlock()
+	st.signal()
+}
+
+// signal wakes the builder.
+func (st *stream) signal() {
+	select {
+	case st.wake <- struct{}{}:
+	default: // a token is already there
 	}
 }
 
+// next takes the builder's next fragment, waiting for one; false when the
+// stream is closed and nothing is left.
+func (st *stream) next() (fragmentJob, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.adding = false
+	for len(st.queue) == 0 {
+		if st.closed {
+			return fragmentJob{}, false
+		}
+		st.mu.Unlock()
+		<-st.wake
+		st.mu.Lock()
+	}
+	j := st.queue[0]
+	st.queue[0] = fragmentJob{}
+	st.queue = st.queue[1:]
+	st.adding = true
+	return j, true
+}
+
+// added tells the fragment's waiters that the builder added one; a
+// builder that caught up is no longer urgent (unless the stream is
+// closed, when the apply loop waits for it).
+func (st *stream) added() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.queue) == 0 && !st.closed {
+		st.urgent.Store(false)
+	}
+	close(st.progress)
+	st.progress = make(chan struct{})
+}
+
 // build adds queued fragments to the batch, in their order, until the
-// queue is closed; below normal priority (nice) until it is urgent.
+// stream is closed and drained; below normal priority (nice) unless
+// urgent.
 func (st *stream) build(nice int) {
 	defer close(st.built)
-	var restore func() bool
-	if nice > 0 {
-		restore = lowprio.Lower(nice)
-	}
+	var restore func() bool // set while lowered
+	canRaise := nice > 0    // false once a restore failed: stay as is
 	defer func() {
 		if restore != nil {
 			restore()
 		}
 	}()
-	for j := range st.jobs {
-		if restore != nil && st.urgent.Load() {
-			restore() // without the right to, the thread ends with the goroutine
+	for {
+		j, ok := st.next()
+		if !ok {
+			return
+		}
+		switch urgent := st.urgent.Load(); {
+		case urgent && restore != nil:
+			// without the right to, the thread ends with the goroutine
+			canRaise = restore()
 			restore = nil
+		case !urgent && restore == nil && canRaise:
+			restore = lowprio.Lower(nice)
 		}
 		if st.err == nil && !st.abandoned.Load() {
 			st.err = st.addFragment(j.cat, j.ws)
 		}
+		st.added()
 	}
+}
+
+// backlog is the number of fragments the builder has not added yet, and
+// the channel closed when it adds the next one.
+func (st *stream) backlog() (int, <-chan struct{}) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n := len(st.queue)
+	if st.adding {
+		n++
+	}
+	return n, st.progress
 }
 
 // settle waits until the builder has added every queued fragment (or,
 // when abandon is set, only the one it is adding) and returns its error.
 // The stream takes no more fragments after it.
 func (st *stream) settle(abandon bool) error {
-	if st.jobs == nil {
+	st.mu.Lock()
+	st.closed = true
+	started := st.built != nil
+	st.mu.Unlock()
+	if !started {
 		return st.err
 	}
 	st.abandoned.Store(abandon)
 	st.urgent.Store(true)
-	close(st.jobs)
+	st.signal()
 	<-st.built
-	st.jobs = nil
 	return st.err
+}
+
+// AwaitStreamBacklog waits until at most n fragments of the streaming
+// transaction id wait to be added to its provisional batch here, or ctx
+// ends. The origin of a streaming transaction calls it before it sends
+// another fragment: the transaction then produces its fragments no faster
+// than the node adds them, at the lower priority they are both given, and
+// its commit does not wait for a long queue.
+func (e *Engine) AwaitStreamBacklog(ctx context.Context, id writeset.ID, n int) error {
+	e.streamsMu.Lock()
+	st := e.streams[id]
+	e.streamsMu.Unlock()
+	if st == nil {
+		return nil
+	}
+	for {
+		queued, progress := st.backlog()
+		if queued <= n || progress == nil {
+			return nil
+		}
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func streamPrefix(id writeset.ID) []byte {
@@ -130,10 +234,22 @@ func (e *Engine) openStream(id writeset.ID) *stream {
 	if st == nil {
 		b := e.db.NewIndexedBatch()
 		st = &stream{a: &applier{e: e, b: b, r: b, auto: map[uint64]uint64{}}}
-		e.streams[id] = st
-		e.openStreams.Store(int64(len(e.streams)))
+		e.setStream(id, st)
 	}
 	return st
+}
+
+// setStream opens (st) or ends (nil) the streaming transaction id; the
+// caller holds applyMu.
+func (e *Engine) setStream(id writeset.ID, st *stream) {
+	e.streamsMu.Lock()
+	defer e.streamsMu.Unlock()
+	if st == nil {
+		delete(e.streams, id)
+	} else {
+		e.streams[id] = st
+	}
+	e.openStreams.Store(int64(len(e.streams)))
 }
 
 // addFragment applies ws's operations to the transaction's batch.
@@ -209,8 +325,7 @@ func (e *Engine) CommitStream(seqno uint64, ws *writeset.WriteSet, extra, onReje
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
 	st := e.openStream(ws.Stream.ID)
-	delete(e.streams, ws.Stream.ID)
-	e.openStreams.Store(int64(len(e.streams)))
+	e.setStream(ws.Stream.ID, nil)
 	if err := st.settle(false); err != nil {
 		st.a.b.Close()
 		return ApplyResult{}, err
@@ -245,10 +360,9 @@ func (e *Engine) EndStreams(ids []writeset.ID) []KV {
 			kvs = append(kvs, st.dropKVs()...)
 			_ = st.settle(true) // its batch is discarded, errors and all
 			st.a.b.Close()
-			delete(e.streams, id)
+			e.setStream(id, nil)
 		}
 	}
-	e.openStreams.Store(int64(len(e.streams)))
 	return kvs
 }
 
@@ -284,12 +398,16 @@ func (e *Engine) StoredStreams() (map[writeset.ID][]*writeset.WriteSet, error) {
 
 // loadStreams rebuilds the provisional batches from the stored fragments.
 func (e *Engine) loadStreams() error {
-	for _, st := range e.streams {
+	for id, st := range e.streams {
 		_ = st.settle(true)
 		st.a.b.Close()
+		e.setStream(id, nil)
 	}
-	e.streams = map[writeset.ID]*stream{}
-	e.openStreams.Store(0)
+	if e.streams == nil {
+		e.streamsMu.Lock()
+		e.streams = map[writeset.ID]*stream{}
+		e.streamsMu.Unlock()
+	}
 	cat := e.cat.Load()
 	return e.scanStreams(func(id writeset.ID, key []byte, ws *writeset.WriteSet) error {
 		st := e.openStream(id)

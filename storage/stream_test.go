@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"context"
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -48,7 +50,7 @@ func TestStreamEqualsSerialApply(t *testing.T) {
 			var frags []*writeset.WriteSet
 			n := 1 + r.Intn(4)
 			if round%4 == 3 {
-				n = 2*builderQueue + r.Intn(4)
+				n = 2*builderBehind + r.Intn(4)
 			}
 			for f := 0; f <= n; f++ {
 				ws := &writeset.WriteSet{ID: writeset.ID{Origin: 2, Seq: uint64(100*round + f)}, Flags: writeset.FlagFragment,
@@ -113,4 +115,57 @@ func TestStreamEqualsSerialApply(t *testing.T) {
 		serial.Close()
 		streamed.Close()
 	}
+}
+
+// TestAwaitStreamBacklog: the origin's wait returns once the builder has
+// at most n fragments left (the one it is adding counts), at once for a
+// stream it does not know, and with ctx's error when ctx ends first. The
+// builder is played by the test, so each step is exact.
+func TestAwaitStreamBacklog(t *testing.T) {
+	e := openMem(t, vfs.NewMem())
+	defer e.Close()
+	id := writeset.ID{Origin: 2, Seq: 1}
+	ctx := context.Background()
+	if err := e.AwaitStreamBacklog(ctx, id, 0); err != nil {
+		t.Fatalf("unknown stream: %v", err)
+	}
+	st := &stream{wake: make(chan struct{}, 1), progress: make(chan struct{}), built: make(chan struct{}),
+		queue: make([]fragmentJob, 3)}
+	e.applyMu.Lock()
+	e.setStream(id, st)
+	e.applyMu.Unlock()
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := e.AwaitStreamBacklog(cancelled, id, 2); err != context.Canceled {
+		t.Fatalf("3 queued, n=2, ctx cancelled: %v, want context.Canceled", err)
+	}
+	if err := e.AwaitStreamBacklog(cancelled, id, 3); err != nil {
+		t.Fatalf("3 queued, n=3: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.AwaitStreamBacklog(ctx, id, 1) }()
+	step := func(wantDone bool) {
+		t.Helper()
+		if _, ok := st.next(); !ok {
+			t.Fatal("next found nothing queued")
+		}
+		st.added()
+		select {
+		case err := <-done:
+			if !wantDone || err != nil {
+				t.Fatalf("wait returned %v with %d queued", err, len(st.queue))
+			}
+		case <-time.After(50 * time.Millisecond):
+			if wantDone {
+				t.Fatalf("wait still blocked with %d queued", len(st.queue))
+			}
+		}
+	}
+	step(false) // 2 queued
+	step(false) // 1 queued, 1 being added (next marks it adding again)
+	step(true)  // 0 queued, 1 being added
+	e.applyMu.Lock()
+	e.setStream(id, nil) // it has no batch for Close to discard
+	e.applyMu.Unlock()
 }

@@ -55,6 +55,14 @@ func ParseFragmentUnit(s string) (FragmentUnit, bool) {
 // back (MySQL 1213, like a deadlock victim).
 var ErrStreamRolledBack = fmt.Errorf("%w (a streaming transaction cannot roll back below a replicated fragment: it was rolled back)", ErrDeadlock)
 
+// streamBacklog is how many of a streaming transaction's fragments may wait
+// to be added to its provisional batch on its own node before it sends
+// another (storage.Engine.AwaitStreamBacklog). The node adds them at the
+// lower priority the transaction runs at; producing them faster only
+// queues them, and a long queue is what the commit then waits for on
+// every node while nothing else applies.
+const streamBacklog = 2
+
 // rollbackTimeout bounds how long a rollback waits for its fragment to be
 // ordered.
 const rollbackTimeout = 10 * time.Second
@@ -202,6 +210,11 @@ type inflight struct {
 func (t *Txn) replicateFragment(ctx context.Context) error {
 	if err := t.awaitFragment(); err != nil {
 		return err
+	}
+	if t.stream != nil && t.stream.id != (writeset.ID{}) {
+		if err := t.m.eng.AwaitStreamBacklog(ctx, t.stream.id, streamBacklog); err != nil {
+			return err
+		}
 	}
 	ws, err := t.writeSet(ctx)
 	if err != nil {
