@@ -11,23 +11,34 @@ import (
 )
 
 // A compaction runs at the configured nice value from CompactionBegin to
-// CompactionEnd on its goroutine's thread, unless it takes urgentL0Tables
-// or more L0 tables: then L0 is deep, and it keeps normal priority.
+// CompactionEnd on its goroutine's thread, unless its L0 tables overlap
+// urgentL0Depth deep: then L0 is deep, and it keeps normal priority. Many
+// L0 tables side by side are not deep.
 func TestCompactionNice(t *testing.T) {
 	if unix.Geteuid() != 0 {
 		t.Skip("restoring a thread's priority needs root")
 	}
-	l0 := func(n int) []pebble.LevelInfo {
-		return []pebble.LevelInfo{{Level: 0, Tables: make([]pebble.TableInfo, n)}, {Level: 6, Tables: make([]pebble.TableInfo, 3)}}
+	// n tables of L0 that all contain key "m" (stacked), or n side by side
+	l0 := func(n int, stacked bool) []pebble.LevelInfo {
+		tables := make([]pebble.TableInfo, n)
+		for i := range tables {
+			lo, hi := []byte{'a' + byte(i)}, []byte{'a' + byte(i), 'z'}
+			if stacked {
+				lo, hi = []byte("m"), []byte("m")
+			}
+			tables[i].Smallest.UserKey, tables[i].Largest.UserKey = lo, hi
+		}
+		return []pebble.LevelInfo{{Level: 0, Tables: tables}, {Level: 6, Tables: make([]pebble.TableInfo, 3)}}
 	}
 	for _, tc := range []struct {
 		name   string
 		input  []pebble.LevelInfo
 		lowers bool
 	}{
-		{"L0 to the base level", l0(4), true},
+		{"L0 to the base level", l0(4, true), true},
 		{"below L0", []pebble.LevelInfo{{Level: 5}, {Level: 6}}, true},
-		{"deep L0", l0(urgentL0Tables), false},
+		{"deep L0", l0(urgentL0Depth, true), false},
+		{"wide L0", l0(3*urgentL0Depth, false), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &compactionNice{nice: 10, restore: map[int]func() bool{}}
