@@ -124,6 +124,9 @@ type Controller struct {
 	// this node's queue
 	over           bool
 	lastObserve    time.Time
+	held           bool      // one write-set held the apply stage at the last observation
+	heldFrom       time.Time // heldSince of the last hold granted
+	heldLast       time.Time // when a hold was last seen
 	applied        uint64
 	committed      uint64
 	applyRate      float64 // write-sets it can apply per second
@@ -171,21 +174,55 @@ func (c *Controller) SetConfig(cfg Config) {
 	c.cfg = cfg
 }
 
+// heldGrace is how long one write-set may hold this node's apply stage
+// (see Observe) before the node counts as slow.
+const heldGrace = 2 * time.Second
+
+// grantHold reports whether the node is held by one write-set at now
+// (see Observe) and is granted heldGrace for it. A hold is granted only
+// if no other one was seen in the heldGrace before it began: a node held
+// again and again is slow.
+func (c *Controller) grantHold(now, heldSince time.Time) bool {
+	if heldSince.IsZero() {
+		return false
+	}
+	granted := heldSince.Equal(c.heldFrom) || c.heldLast.IsZero() || heldSince.Sub(c.heldLast) >= heldGrace
+	if granted {
+		c.heldFrom = heldSince
+	}
+	c.heldLast = now
+	return granted && now.Sub(heldSince) < heldGrace
+}
+
 // Observe takes this node's cluster commit position and applied position
 // at now, and how many nodes (origins) wrote in the last second. It
 // returns the report to send to the other members, and whether to send it:
 // every call while the node asks the cluster to slow down, and once when
 // it stops asking.
-func (c *Controller) Observe(now time.Time, committed, applied uint64, writers int) (Report, bool) {
+//
+// heldSince is when the apply stage was first seen in the write-set it is
+// still applying, once it was seen there at an earlier call too; zero
+// otherwise. Such a write-set (a huge transaction's commit) holds the
+// stage for a while, and the queue grows behind it, but the node is not
+// slow: it applies the queue at its usual rate once the write-set is
+// done. For heldGrace the node neither starts asking the cluster to
+// slow down nor lowers its apply rate estimate; until this was so, each
+// node asked for the lowest rate (MinRate) at a big transaction's commit,
+// and the writers took seconds to get their rate back. A write-set that
+// holds the stage longer is treated as slowness again.
+func (c *Controller) Observe(now time.Time, committed, applied uint64, writers int, heldSince time.Time) (Report, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.writers = writers
+	held := c.grantHold(now, heldSince)
 	if !c.lastObserve.IsZero() && now.After(c.lastObserve) {
 		dt := now.Sub(c.lastObserve)
-		c.observeApply(now, committed, applied)
+		c.observeApply(now, committed, applied, held)
 		c.commitRate = smooth(c.commitRate, float64(sub(committed, c.committed)), dt)
 		c.localRate = smooth(c.localRate, float64(c.localCount), dt)
 	}
+	before, wasHeld := sub(c.committed, c.applied), c.held
+	c.held = held
 	c.lastObserve, c.applied, c.committed, c.localCount = now, applied, committed, 0
 	q := sub(committed, applied)
 	c.queueSum += float64(q)
@@ -196,7 +233,8 @@ func (c *Controller) Observe(now time.Time, committed, applied uint64, writers i
 	c.queueSamples++
 	send := false
 	switch {
-	case !c.over && q > c.cfg.Limit:
+	case !c.over && q > c.cfg.Limit && q > before && !held && !wasHeld:
+		// a queue that shrinks (after a held apply) needs no slowing
 		c.over, send = true, true
 		c.sent++
 	case c.over && float64(q) <= float64(c.cfg.Limit)*c.cfg.Factor:
@@ -412,9 +450,10 @@ type applySample struct {
 // estimate: a node that turns slow must slow the writers before its queue
 // runs far past the limit, and one that is fast again (a huge write-set
 // applied) must not hold them back. While it was idle part of the time it
-// could have applied more, so the sample can only raise the estimate.
-func (c *Controller) observeApply(now time.Time, committed, applied uint64) {
-	c.samples = append(c.samples, applySample{at: now, applied: applied, busy: sub(committed, applied) > 0})
+// could have applied more, so the sample can only raise the estimate; so
+// too while one write-set held it (held, see Observe).
+func (c *Controller) observeApply(now time.Time, committed, applied uint64, held bool) {
+	c.samples = append(c.samples, applySample{at: now, applied: applied, busy: sub(committed, applied) > 0 && !held})
 	first := 0
 	for first < len(c.samples)-2 && now.Sub(c.samples[first+1].at) >= applyWindow {
 		first++

@@ -24,6 +24,10 @@ type cluster struct {
 	perSec   []map[int]int // per node: commits admitted in each second
 	maxQueue []uint64
 	silent   []bool // node sends no reports (hung)
+	// heldUntil: the node applies nothing until then, held by one
+	// write-set, and says so (Observe's heldSince)
+	heldUntil []time.Time
+	heldSince []time.Time // when it was first seen held
 }
 
 type client struct {
@@ -37,7 +41,8 @@ const service = 16 * time.Millisecond // a client's time per transaction
 func newCluster(t *testing.T, cfg Config, capacity ...float64) *cluster {
 	start := time.Unix(1000, 0)
 	c := &cluster{t: t, now: start, capacity: capacity, applied: make([]float64, len(capacity)),
-		maxQueue: make([]uint64, len(capacity)), silent: make([]bool, len(capacity))}
+		maxQueue: make([]uint64, len(capacity)), silent: make([]bool, len(capacity)),
+		heldUntil: make([]time.Time, len(capacity)), heldSince: make([]time.Time, len(capacity))}
 	for range capacity {
 		c.ctrl = append(c.ctrl, New(cfg, start))
 		c.perSec = append(c.perSec, map[int]int{})
@@ -71,6 +76,9 @@ func (c *cluster) run(d time.Duration) {
 			cl.since, cl.readyAt = time.Time{}, c.now.Add(service)
 		}
 		for i := range c.applied {
+			if c.now.Before(c.heldUntil[i]) {
+				continue
+			}
 			c.applied[i] = math.Min(float64(c.commits), c.applied[i]+c.capacity[i]/1000)
 		}
 		if c.now.UnixMilli()%100 != 0 {
@@ -80,7 +88,16 @@ func (c *cluster) run(d time.Duration) {
 			if c.silent[i] {
 				continue
 			}
-			r, send := ctl.Observe(c.now, c.commits, uint64(c.applied[i]), c.writers())
+			var held time.Time
+			switch {
+			case !c.now.Before(c.heldUntil[i]):
+				c.heldSince[i] = time.Time{}
+			case c.heldSince[i].IsZero():
+				c.heldSince[i] = c.now // first seen: not held yet
+			default:
+				held = c.heldSince[i]
+			}
+			r, send := ctl.Observe(c.now, c.commits, uint64(c.applied[i]), c.writers(), held)
 			c.maxQueue[i] = max(c.maxQueue[i], r.Queue)
 			if !send {
 				continue
@@ -158,6 +175,63 @@ func TestSlowNodeThrottlesWritersSmoothly(t *testing.T) {
 	}
 }
 
+// TestHeldApplyDoesNotSlowTheWriters: one write-set holds every node's
+// apply stage for 1.5 s (a huge transaction's commit). The queues grow
+// past the limit, but nobody asks the writers to slow down; the queues
+// drain after it. A write-set that holds the stage for 6 s slows the
+// writers after heldGrace, and the slow node's queue stays bounded.
+func TestHeldApplyDoesNotSlowTheWriters(t *testing.T) {
+	cfg := Defaults()
+	c := newCluster(t, cfg, 5000, 5000, 5000)
+	c.addClients(0, 16)
+	c.run(3 * time.Second)
+	for i := range c.heldUntil {
+		c.heldUntil[i] = c.now.Add(1500 * time.Millisecond)
+	}
+	c.run(4 * time.Second)
+	if low := c.minSecond(0, 3, 7); low < 900 {
+		t.Errorf("worst second %d commits around a 1.5 s held apply, want the unthrottled 1000", low)
+	}
+	for i, ctl := range c.ctrl {
+		if st := ctl.Status(c.now); st.Sent != 0 || st.QueueMax <= cfg.Limit || st.ApplyRate < 4000 {
+			t.Errorf("node %d status %+v: want its queue past the limit, no report and its apply rate kept", i, st)
+		}
+	}
+
+	c.heldUntil[2] = c.now.Add(6 * time.Second)
+	c.run(7 * time.Second)
+	if st := c.ctrl[2].Status(c.now); st.Sent == 0 {
+		t.Errorf("node held for 6 s never asked to slow down: %+v", st)
+	}
+	if got := c.rate(0, 10, 13); got > 500 {
+		t.Errorf("commit rate %.0f/s with a node held past the grace, want it slowed", got)
+	}
+	if q := c.maxQueue[2]; q > 4000 {
+		t.Errorf("held node's queue reached %d", q)
+	}
+}
+
+// TestHeldAgainAndAgainIsSlow: a node whose apply stage is held for 300 ms
+// of every 500 ms, and that applies 1,500/s in between, can take 600
+// commits/s: it is slow, and slows the writers, although each hold is
+// shorter than heldGrace.
+func TestHeldAgainAndAgainIsSlow(t *testing.T) {
+	cfg := Defaults()
+	c := newCluster(t, cfg, 5000, 5000, 1500)
+	c.addClients(0, 16)
+	c.run(2 * time.Second)
+	for range 20 {
+		c.heldUntil[2] = c.now.Add(300 * time.Millisecond)
+		c.run(500 * time.Millisecond)
+	}
+	if got := c.rate(0, 6, 12); got > 0.8*1000 {
+		t.Errorf("commit rate %.0f/s, want it slowed towards the held node's 600/s", got)
+	}
+	if q := c.maxQueue[2]; q > 8*cfg.Limit {
+		t.Errorf("held node's queue reached %d", q)
+	}
+}
+
 // TestHungNodeDoesNotHoldTheClusterBack: a node that stops applying and
 // reporting slows the writers for at most Stale.
 func TestHungNodeDoesNotHoldTheClusterBack(t *testing.T) {
@@ -209,7 +283,7 @@ func TestStatusAveragesReset(t *testing.T) {
 	}
 	for i, s := range steps {
 		now = now.Add(100 * time.Millisecond)
-		r, send := c.Observe(now, s.committed, s.applied, 1)
+		r, send := c.Observe(now, s.committed, s.applied, 1, time.Time{})
 		if r.Over != s.over || send != s.send || r.Queue != s.committed-s.applied {
 			t.Fatalf("step %d: report %+v send %v, want over %v send %v", i, r, send, s.over, s.send)
 		}

@@ -156,6 +156,8 @@ type Core struct {
 	// apply never delays raft's ticks, heartbeats and log writes.
 	applyMu sync.Mutex // held while an entry is applied (and by a state transfer)
 	qmu     sync.Mutex
+	// applying is the index of the entry being applied, 0 between entries
+	applying atomic.Uint64
 	// ahead jobs (write-sets prepared ahead of the apply stage) in log
 	// order: aheadJobs[:aheadNext] were dispatched (their dependencies
 	// noted in deps), the rest wait for PrepareAhead
@@ -664,6 +666,11 @@ func (c *Core) enqueue(ents []*pb.Entry) error {
 	return nil
 }
 
+// Applying is the log index of the entry the apply stage is applying, 0
+// between entries. Seen at the same index twice some time apart, one entry
+// held the stage for that long (flow control tells that from slowness).
+func (c *Core) Applying() uint64 { return c.applying.Load() }
+
 // ApplyQueue is the number of committed entries waiting to be applied.
 func (c *Core) ApplyQueue() int {
 	c.qmu.Lock()
@@ -689,7 +696,9 @@ func (c *Core) ApplyNext(max int) (int, error) {
 		c.queue[0] = queued{}
 		c.queue = c.queue[1:]
 		c.qmu.Unlock()
+		c.applying.Store(q.e.GetIndex())
 		err := c.applyEntry(q)
+		c.applying.Store(0)
 		c.applyMu.Unlock()
 		if err != nil {
 			return n, err

@@ -53,6 +53,9 @@ func (n *Node) flowLoop() {
 	defer close(n.flowDone)
 	t := time.NewTicker(flowInterval)
 	defer t.Stop()
+	// the entry the apply stage was in at the last look, and since when
+	var inIdx uint64
+	var inSince time.Time
 	for {
 		select {
 		case <-t.C:
@@ -65,7 +68,14 @@ func (n *Node) flowLoop() {
 		if !n.Recovered() || n.core.Transferring() || n.desync.Load() {
 			committed = applied
 		}
-		r, send := n.flow.Observe(now, committed, applied, n.writers.count(now))
+		var heldSince time.Time // one entry held the stage since then
+		switch idx := n.core.Applying(); {
+		case idx == 0 || idx != inIdx:
+			inIdx, inSince = idx, now
+		default:
+			heldSince = inSince
+		}
+		r, send := n.flow.Observe(now, committed, applied, n.writers.count(now), heldSince)
 		if !send || n.cfg.Transport == nil {
 			continue
 		}
