@@ -135,3 +135,24 @@ func TestDistinctCollation(t *testing.T) {
 		{"SELECT id % 2, COUNT(DISTINCT name) FROM s GROUP BY id % 2 ORDER BY 1", "0|2\n1|2"},
 	})
 }
+
+// TestDistinctOrderBy: an ORDER BY over SELECT DISTINCT sorts by the
+// selected expressions it names (by position or as written), as in MySQL
+// and MariaDB. go-mysql-server failed `ORDER BY 1` over an expression with
+// 1105 and left `SELECT DISTINCT id % 2, 'x' ... ORDER BY 1` unsorted. The
+// answers are MariaDB's.
+func TestDistinctOrderBy(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE s (id INT PRIMARY KEY, v INT, name VARCHAR(20))")
+	xexec(t, db, "INSERT INTO s VALUES (1,5,'b'),(2,3,'a'),(3,9,'B'),(4,1,'c'),(5,7,'A'),(6,NULL,'d')")
+	wantAnswers(t, db, []answer{
+		{"SELECT DISTINCT v+1 FROM s ORDER BY 1", "NULL\n2\n4\n6\n8\n10"},
+		{"SELECT DISTINCT v+1 FROM s ORDER BY 1 DESC LIMIT 3", "10\n8\n6"},
+		{"SELECT DISTINCT id % 2, 'x' FROM s ORDER BY 1", "0|x\n1|x"},
+		{"SELECT DISTINCT id % 3 AS m, 'y' FROM s ORDER BY m DESC, 2", "2|y\n1|y\n0|y"},
+		{"SELECT DISTINCT UPPER(name) u FROM s ORDER BY u DESC LIMIT 2", "D\nC"},
+		{"SELECT DISTINCT v, id % 2 FROM s ORDER BY 2, 1", "NULL|0\n1|0\n3|0\n5|1\n7|1\n9|1"},
+		{"SELECT DISTINCT v * 2 FROM s WHERE id IN (1,2,3) ORDER BY 1", "6\n10\n18"},
+		{"SELECT DISTINCT COALESCE(v, 0) + id % 2 FROM s ORDER BY 1", "0\n1\n3\n6\n8\n10"},
+	})
+}
