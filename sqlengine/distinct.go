@@ -152,3 +152,31 @@ func (b *collatedCountBuffer) Dispose(ctx *sql.Context) {
 		expression.Dispose(ctx, e)
 	}
 }
+
+// collatedUnion returns n, a UNION DISTINCT, as the same UNION ALL under a
+// DISTINCT (which the priority builder builds with the columns'
+// collations), then n's ORDER BY, OFFSET and LIMIT in that order; nil for
+// any other node. go-mysql-server's UNION hashed the raw values: `SELECT s
+// FROM t UNION SELECT UPPER(s) FROM t` returned 'a' and 'A' under the
+// default case-insensitive collation. It also skipped the OFFSET's rows
+// before it sorted, so `... ORDER BY 1 DESC LIMIT 1 OFFSET 1` did not give
+// the second row.
+func collatedUnion(n sql.Node) sql.Node {
+	s, ok := n.(*plan.SetOp)
+	if !ok || s.SetOpType != plan.UnionType || !s.Distinct {
+		return nil
+	}
+	all := *s
+	all.Distinct, all.Limit, all.Offset, all.SortFields = false, nil, nil, nil
+	var out sql.Node = plan.NewDistinct(&all)
+	if len(s.SortFields) > 0 {
+		out = plan.NewSort(s.SortFields, out)
+	}
+	if s.Offset != nil {
+		out = plan.NewOffset(s.Offset, out)
+	}
+	if s.Limit != nil {
+		out = plan.NewLimit(s.Limit, out)
+	}
+	return out
+}

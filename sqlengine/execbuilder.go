@@ -15,8 +15,8 @@ import (
 // and INSERTs and UPDATEs with the strings they store into numeric
 // columns checked (strictnum.go) and the CHECK constraints that a table
 // with virtual columns hid (virtualchecks.go), raises the note of a CREATE
-// TABLE IF NOT EXISTS that creates nothing (diagnostics.go), builds DISTINCT
-// and COUNT(DISTINCT) with the columns' collations (distinct.go) and an
+// TABLE IF NOT EXISTS that creates nothing (diagnostics.go), builds DISTINCT,
+// UNION and COUNT(DISTINCT) with the columns' collations (distinct.go) and an
 // ORDER BY over a DISTINCT on its columns (distinctsort.go), and
 // leaves every other node to go-mysql-server (a nil iterator).
 type priorityBuilder struct {
@@ -67,6 +67,9 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 		return collatedDistinct(ctx, b.base, d, row)
 	}
 	if m := sortOverDistinct(ctx, n); m != nil {
+		return b.base.Build(ctx, m, row)
+	}
+	if m := collatedUnion(n); m != nil {
 		return b.base.Build(ctx, m, row)
 	}
 	switch n := n.(type) {

@@ -118,8 +118,8 @@ func TestRoundPlaces(t *testing.T) {
 	})
 }
 
-// TestDistinctCollation checks that SELECT DISTINCT and COUNT(DISTINCT)
-// compare by the columns' collations, as GROUP BY does (values as MySQL 8 and MariaDB
+// TestDistinctCollation checks that SELECT DISTINCT, UNION and
+// COUNT(DISTINCT) compare by the columns' collations, as GROUP BY does (values as MySQL 8 and MariaDB
 // give them): with the default utf8mb4_0900_ai_ci, 'Apple' and 'apple' are
 // one row; 'APPLE ' is another (NO PAD), and a binary collation keeps case.
 func TestDistinctCollation(t *testing.T) {
@@ -133,6 +133,10 @@ func TestDistinctCollation(t *testing.T) {
 		{"SELECT COUNT(*) FROM (SELECT DISTINCT id % 2, 'x' FROM s) x", "2"},
 		{"SELECT COUNT(DISTINCT name), COUNT(DISTINCT bin), COUNT(DISTINCT name, id % 2) FROM s", "3|4|4"},
 		{"SELECT id % 2, COUNT(DISTINCT name) FROM s GROUP BY id % 2 ORDER BY 1", "0|2\n1|2"},
+		{"SELECT name FROM s UNION SELECT UPPER(name) FROM s ORDER BY 1", "Apple\nAPPLE \nb"},
+		{"SELECT COUNT(*) FROM (SELECT name FROM s UNION SELECT UPPER(name) FROM s) x", "3"},
+		{"SELECT name FROM s UNION SELECT UPPER(name) FROM s ORDER BY 1 DESC LIMIT 1 OFFSET 1", "APPLE "},
+		{"SELECT bin FROM s UNION SELECT UPPER(bin) FROM s ORDER BY 1", "APPLE\nAPPLE \nApple\nB\napple\nb"},
 	})
 }
 
