@@ -534,6 +534,7 @@ func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 
 // ComQuery implements mysql.Handler.
 func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
+	callback = timeSpool(callback)
 	query, skipped := rewriteText(query, false)
 	if skipped && isEmptyQuery(query) {
 		// only comments MySQL would not execute: nothing to do, as
@@ -588,6 +589,7 @@ func rewriteText(query string, multi bool) (string, bool) {
 // ComMultiQuery implements mysql.Handler. go-mysql-server runs the first
 // statement of query and returns the rest, which comes back here.
 func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
+	callback = timeSpool(callback)
 	query, skipped := rewriteText(query, true)
 	if skipped && isEmptyQuery(query) {
 		return "", callback(&sqltypes.Result{}, false)
@@ -762,6 +764,7 @@ func (h *Handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *my
 			out: func(r *sqltypes.Result) error {
 				*called = true
 				track(r)
+				trimTimeFractions(r)
 				return callback(r)
 			}}
 		if handled, err := fc.try(ctx); handled {
@@ -771,6 +774,7 @@ func (h *Handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *my
 			*called = true
 			fc.learnFrom(r)
 			track(r)
+			trimTimeFractions(r)
 			return callback(r)
 		})
 	})
