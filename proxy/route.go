@@ -440,7 +440,7 @@ func (s *session) finish(c *backend.Conn, pl plan, res backend.Result) {
 		}
 	}
 	if s.wrote && !inTxn && !c.Broken {
-		s.learnCommit(c, res)
+		s.learnCommit(c, res, pl.st)
 	}
 	if !pl.st.Diagnostics {
 		c.Conditions = res.Err != nil || res.OK.Warnings > 0
@@ -487,12 +487,20 @@ func (s *session) release(c *backend.Conn) {
 	s.p.putConn(c)
 }
 
-// learnCommit learns the GTID of the session's last commit on c: from the
-// OK packet's session-state block when the node sends it, else by asking
-// WSREP_LAST_WRITTEN_GTID() on the same connection.
-func (s *session) learnCommit(c *backend.Conn, res backend.Result) {
+// learnCommit learns the GTID of the session's last commit on c, made by
+// st or by the transaction st ended: from the OK packet's session-state
+// block when the node sends it, else by asking WSREP_LAST_WRITTEN_GTID()
+// on the same connection. It does not ask when nothing was committed: after
+// a query (SELECT SQL_CALC_FOUND_ROWS, FOR UPDATE, FOUND_ROWS() go to the
+// writer too), or after an OK packet without a GTID from a node that
+// tracks them. The extra SELECT would have reset the connection's
+// FOUND_ROWS() and ROW_COUNT(), which the session reads next.
+func (s *session) learnCommit(c *backend.Conn, res backend.Result, st sqltext.Statement) {
 	s.wrote = false
 	gtid := mysqlproto.GTIDFromSessionState(res.OK.SessionState)
+	if gtid == "" && (st.Query || c.TracksGTIDs && res.ResultSets == 0 && res.Err == nil) {
+		return
+	}
 	if gtid == "" {
 		s.p.gtidQueries.Add(1)
 		col, err := c.Exec("SELECT WSREP_LAST_WRITTEN_GTID()")

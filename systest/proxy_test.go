@@ -163,6 +163,35 @@ func TestProxy(t *testing.T) {
 	t.Run("Users", func(t *testing.T) { testProxyUsers(t, c) })
 	t.Run("Warnings", func(t *testing.T) { testProxyWarnings(t, c) })
 	t.Run("LastInsertID", func(t *testing.T) { testProxyLastInsertID(t, c) })
+	t.Run("FoundRows", func(t *testing.T) { testProxyFoundRows(t, c) })
+}
+
+// testProxyFoundRows: FOUND_ROWS() after SELECT SQL_CALC_FOUND_ROWS ...
+// LIMIT (the pagination of many PHP applications) and ROW_COUNT() after an
+// UPDATE that changed nothing read what the session's statement left. The
+// proxy's WSREP_LAST_WRITTEN_GTID() query after such statements, which
+// commit nothing, reset them to 1 and -1.
+func testProxyFoundRows(t *testing.T, c *testcluster.Cluster) {
+	p := startProxy(t, c, "")
+	db := p.DB("px", "")
+	mustExec(t, db, "CREATE TABLE found (id INT PRIMARY KEY, v INT)")
+	mustExec(t, db, "INSERT INTO found VALUES (1, 1), (2, 2), (3, 3), (4, 4)")
+	a := conn(t, db)
+	xexec(t, a, "UPDATE found SET v = v WHERE id = 99")
+	if n := qInt(t, a, "SELECT ROW_COUNT()"); n != 0 {
+		t.Errorf("ROW_COUNT() after an UPDATE of no row = %d, want 0", n)
+	}
+	for i := 0; i < 3; i++ {
+		if n := qInt(t, a, "SELECT SQL_CALC_FOUND_ROWS id FROM found WHERE id > 1 ORDER BY id LIMIT 1"); n != 2 {
+			t.Fatalf("first row = %d, want 2", n)
+		}
+		if n := qInt(t, a, "SELECT FOUND_ROWS()"); n != 3 {
+			t.Fatalf("FOUND_ROWS() after SQL_CALC_FOUND_ROWS ... LIMIT 1 = %d, want 3", n)
+		}
+	}
+	if n := qInt(t, db, "SELECT COUNT(*) FROM found WHERE v = 0"); n != 0 {
+		t.Fatalf("%d rows changed", n)
+	}
 }
 
 // testProxyLastInsertID: LAST_INSERT_ID() is the session's own, although

@@ -88,6 +88,10 @@ type Conn struct {
 	// Conditions is set when the last statement left warnings or an error
 	// in the node's diagnostics area (see Pool.Put).
 	Conditions bool
+	// TracksGTIDs is set when the node accepted session_track_gtids: the
+	// OK packet of every statement that commits a write-set then names
+	// its GTID.
+	TracksGTIDs bool
 
 	stmts    map[string]*Stmt
 	key      string
@@ -131,7 +135,8 @@ func Dial(ctx context.Context, node, addr string, opt Options) (*Conn, error) {
 		// saves the proxy a WSREP_LAST_WRITTEN_GTID() round trip per
 		// write. A server without the variable refuses it; the proxy then
 		// falls back to asking.
-		_, _ = c.Exec("SET session_track_gtids = OWN_GTID")
+		_, err := c.Exec("SET session_track_gtids = OWN_GTID")
+		c.TracksGTIDs = err == nil
 	}
 	c.pc.SetDeadlineIn(0)
 	c.refreshKey()

@@ -72,6 +72,10 @@ type Statement struct {
 	DB string
 	// Vars are the session assignments of a SET statement.
 	Vars []Assignment
+	// Query: the statement reads only (SELECT, SHOW, ... including
+	// locking reads and SELECT ... INTO), so it commits no write-set of
+	// its own even when it goes to the writer.
+	Query bool
 	// LastInsertID: the statement calls LAST_INSERT_ID() and so reads the
 	// session's last generated AUTO_INCREMENT value, which the connection
 	// it runs on must hold.
@@ -172,7 +176,7 @@ func readsLastInsertID(toks []token) bool {
 }
 
 func classifyRead(toks []token) Statement {
-	st := Statement{Kind: Read, LastInsertID: readsLastInsertID(toks)}
+	st := Statement{Kind: Read, Query: true, LastInsertID: readsLastInsertID(toks)}
 	if len(toks) >= 2 && toks[0].upper() == "SHOW" {
 		switch toks[1].upper() {
 		case "WARNINGS", "ERRORS", "COUNT":
@@ -201,8 +205,10 @@ func classifyRead(toks []token) Statement {
 				st.Kind = Write
 			case u == "INTO":
 				st.Kind = Write
+			case u == "UPDATE" && i > 0 && toks[i-1].upper() == "FOR":
+				// FOR UPDATE, seen at FOR
 			case u == "INSERT" || u == "UPDATE" || u == "DELETE" || u == "REPLACE":
-				st.Kind = Write
+				st.Kind, st.Query = Write, false
 			case u == "SQL_CALC_FOUND_ROWS":
 				st.Sticky = true
 			case next == "(" && lockFuncs[u]:

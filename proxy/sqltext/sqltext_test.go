@@ -92,6 +92,16 @@ func TestClassify(t *testing.T) {
 			t.Errorf("Classify(%q).LastInsertID = %v, want %v", q, st.LastInsertID, want)
 		}
 	}
+	for q, want := range map[string]bool{
+		"SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1": true, "SELECT FOUND_ROWS()": true,
+		"SELECT * FROM t FOR UPDATE": true, "SHOW TABLES": true, "SELECT 1 INTO @a": true,
+		"WITH x AS (SELECT 1) UPDATE t SET a = 1": false, "UPDATE t SET a = 1": false,
+		"SELECT 1; SELECT 2": false, "COMMIT": false,
+	} {
+		if st := Classify(q); st.Query != want {
+			t.Errorf("Classify(%q).Query = %v, want %v", q, st.Query, want)
+		}
+	}
 	for _, tc := range cases {
 		st := Classify(tc.q)
 		var keys []string
