@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,15 +22,17 @@ import (
 
 func demoCmd() *cobra.Command {
 	var dataDir, host string
-	var basePort int
+	var basePort, proxyPort int
 	var nodes int
 	var syncCommit bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a local 3-node cluster in the foreground",
-		Long: `Run a local cluster of --nodes certus processes on loopback, print how to
-connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
-(removed on exit) unless --data-dir is given (kept, and reused next time).`,
+		Long: `Run a local cluster of --nodes certus processes on loopback and a certus proxy
+in front of them (--proxy-port, its HTTP admin one port below; 0: no proxy),
+print how to connect, and stop them cleanly on Ctrl-C. Data goes to a
+temporary directory (removed on exit) unless --data-dir is given (kept, and
+reused next time).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			self, err := os.Executable()
 			if err != nil {
@@ -53,14 +57,18 @@ connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
 					http: net.JoinHostPort(host, strconv.Itoa(basePort+100+i-1)),
 					peer: net.JoinHostPort(host, strconv.Itoa(basePort+200+i-1)),
 				}
-				for _, a := range []string{p.sql, p.http, p.peer} {
-					if ln, err := net.Listen("tcp", a); err != nil {
-						return fmt.Errorf("port %s is busy (choose another --base-port): %w", a, err)
-					} else {
-						ln.Close()
-					}
+				if err := portsFree("--base-port", p.sql, p.http, p.peer); err != nil {
+					return err
 				}
 				procs = append(procs, p)
+			}
+			var proxyAddr, proxyAdmin string
+			if proxyPort != 0 {
+				proxyAddr = net.JoinHostPort(host, strconv.Itoa(proxyPort))
+				proxyAdmin = net.JoinHostPort(host, strconv.Itoa(proxyPort-1))
+				if err := portsFree("--proxy-port", proxyAddr, proxyAdmin); err != nil {
+					return err
+				}
 			}
 			var wg sync.WaitGroup
 			stopAll := func() {
@@ -85,14 +93,10 @@ connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
 				}
 				return nil
 			}
-			for i, p := range procs {
-				a := []string{"node", "--name", p.name, "--data-dir", filepath.Join(dataDir, p.name),
-					"--sql-addr", p.sql, "--http-addr", p.http, "--peer-addr", p.peer,
-					"--sync-commit=" + strconv.FormatBool(syncCommit)}
-				if i > 0 {
-					a = append(a, "--join", procs[0].peer)
-				}
-				c := exec.Command(self, a...)
+			// start runs certus with args as p, its output prefixed with
+			// p's name
+			start := func(p *proc, args ...string) error {
+				c := exec.Command(self, args...)
 				out, _ := c.StdoutPipe()
 				c.Stderr = c.Stdout
 				if err := c.Start(); err != nil {
@@ -109,6 +113,20 @@ connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
 					}
 					_ = p.cmd.Wait()
 				}(p, out)
+				return nil
+			}
+			var https []string
+			for i, p := range procs {
+				a := []string{"node", "--name", p.name, "--data-dir", filepath.Join(dataDir, p.name),
+					"--sql-addr", p.sql, "--http-addr", p.http, "--peer-addr", p.peer,
+					"--sync-commit=" + strconv.FormatBool(syncCommit)}
+				if i > 0 {
+					a = append(a, "--join", procs[0].peer)
+				}
+				https = append(https, p.http)
+				if err := start(p, a...); err != nil {
+					return err
+				}
 				if restart {
 					continue
 				}
@@ -123,12 +141,29 @@ connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
 					}
 				}
 			}
+			nodeProcs := procs
+			if proxyAddr != "" {
+				px := &proc{name: "proxy", sql: proxyAddr, http: proxyAdmin}
+				procs = append(procs, px)
+				if err := start(px, "proxy", "--listen", proxyAddr, "--admin-listen", proxyAdmin,
+					"--cluster", strings.Join(https, ",")); err != nil {
+					return err
+				}
+				if err := waitProxy(proxyAdmin, len(nodeProcs), 30*time.Second); err != nil {
+					stopAll()
+					return err
+				}
+			}
 			fmt.Printf("\nCertus demo cluster is up: %d nodes, data in %s\n\n", nodes, dataDir)
 			for _, p := range procs {
 				h, port, _ := net.SplitHostPort(p.sql)
-				fmt.Printf("  %s  mysql -h %s -P %s -u root      (http://%s/status)\n", p.name, h, port, p.http)
+				fmt.Printf("  %-5s  mysql -h %s -P %s -u root      (http://%s/status)\n", p.name, h, port, p.http)
 			}
-			fmt.Printf("\nEvery node takes reads and writes. Try: SET SESSION wsrep_sync_wait=1 for causal reads.\nPress Ctrl-C to stop.\n\n")
+			fmt.Printf("\nEvery node takes reads and writes. Try: SET SESSION wsrep_sync_wait=1 for causal reads.\n")
+			if proxyAddr != "" {
+				fmt.Printf("The proxy sends writes to one node and spreads reads over all, each session's\nreads seeing its own commits (http://%s/backends lists the nodes).\n", proxyAdmin)
+			}
+			fmt.Printf("Press Ctrl-C to stop.\n\n")
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 			<-sig
@@ -141,9 +176,44 @@ connect, and stop them cleanly on Ctrl-C. Data goes to a temporary directory
 	f.StringVar(&dataDir, "data-dir", "", "keep the nodes' data under this directory (default: a temporary one)")
 	f.StringVar(&host, "host", "127.0.0.1", "address to listen on")
 	f.IntVar(&basePort, "base-port", 3307, "first node's SQL port; HTTP ports are +100, peer ports +200")
+	f.IntVar(&proxyPort, "proxy-port", 6033, "the proxy's SQL port, its HTTP admin port one below (0: no proxy)")
 	f.IntVar(&nodes, "nodes", 3, "number of nodes")
 	f.BoolVar(&syncCommit, "sync-commit", true, "fsync the log at each commit")
 	return cmd
+}
+
+// portsFree fails if one of addrs cannot be listened on; flag names the
+// option that moves them.
+func portsFree(flag string, addrs ...string) error {
+	for _, a := range addrs {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			return fmt.Errorf("port %s is busy (choose another %s): %w", a, flag, err)
+		}
+		ln.Close()
+	}
+	return nil
+}
+
+// waitProxy polls the proxy's admin /status at addr until it has a writer
+// and the given number of readers.
+func waitProxy(addr string, readers int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var st struct {
+			Writers []string `json:"writers"`
+			Readers []string `json:"readers"`
+		}
+		if resp, err := http.Get("http://" + addr + "/status"); err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err == nil && len(st.Writers) > 0 && len(st.Readers) >= readers {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the proxy at %s found no writer and %d readers after %v", addr, readers, timeout)
 }
 
 // waitHealthy polls http://addr/health until it answers 200.
