@@ -114,6 +114,9 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 			if err != nil {
 				continue
 			}
+			if j, js, err := mysqlJSONPaths(ctx, d); err == nil && !js {
+				d, same = j, false
+			}
 			if _, grouped := n.(*plan.GroupBy); grouped { // where COUNT(DISTINCT) is aggregated
 				if c, cs, err := collatedCounts(ctx, d); err == nil && !cs {
 					d, same = c, cs

@@ -30,3 +30,30 @@ func TestJSONReadsAsMySQLPrints(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONPathsOfMixedDocuments reads documents of different shapes with
+// JSON_EXTRACT, -> and ->> (in the select list, WHERE, a generated column,
+// text and prepared), as MySQL answers: `$[0]` of an object is the object,
+// `$.a` of an array is NULL. go-mysql-server failed such statements with
+// 1105 "object is not Slice" or answered [].
+func TestJSONPathsOfMixedDocuments(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE d (id INT PRIMARY KEY, doc JSON, name VARCHAR(20) AS (doc->>'$.name'), KEY (name))")
+	xexec(t, db, `INSERT INTO d (id, doc) VALUES (1, '{"name":"ann","tags":["x","y"]}'), (2, '[1,2]'), (3, '"str"'), (4, NULL)`)
+	q := "SELECT id, doc->'$.tags[last]', doc->>'$.name', doc->'$[0]', JSON_EXTRACT(doc, '$.a', '$[1]'), name FROM d ORDER BY id"
+	want := []string{
+		`1|"y"|ann|{"name": "ann", "tags": ["x", "y"]}|NULL|ann`,
+		`2|NULL|NULL|1|[2]|NULL`,
+		`3|NULL|NULL|"str"|NULL|NULL`,
+		`4|NULL|NULL|NULL|NULL|NULL`,
+	}
+	wantRows(t, "text", qLines(t, conn(t, db), q), want)
+	wantRows(t, "prepared", qLines(t, db, q+" LIMIT ?", 10), want)
+	if got := qInts(t, db, "SELECT id FROM d WHERE doc->>'$[0]' = ? ORDER BY id", "1"); len(got) != 1 || got[0] != 2 {
+		t.Errorf("WHERE doc->>'$[0]' = '1': %v, want [2]", got)
+	}
+	if got := qInts(t, db, "SELECT id FROM d WHERE name = 'ann'"); len(got) != 1 || got[0] != 1 {
+		t.Errorf("generated column name = 'ann': %v, want [1]", got)
+	}
+	wantErr(t, tryExec(db, "SELECT JSON_EXTRACT(doc, '$.') FROM d"), 3143, "42000")
+}
