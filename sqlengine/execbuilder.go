@@ -5,6 +5,7 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/plan"
+	"github.com/dolthub/go-mysql-server/sql/transform"
 )
 
 // priorityBuilder is go-mysql-server's exec builder's priority builder:
@@ -50,6 +51,13 @@ func (b *priorityBuilder) baseBuild(ctx *sql.Context, cp sql.Node, row sql.Row) 
 	b.building.Store(cp, true)
 	defer b.building.Delete(cp)
 	return b.base.Build(ctx, cp, row)
+}
+
+// exprRewrites are applied to the expressions of every node built, after
+// numericDates: MySQL's JSON paths (jsonpath.go) and TIME values read as
+// strings (timetext.go).
+var exprRewrites = []func(*sql.Context, sql.Expression) (sql.Expression, transform.TreeIdentity, error){
+	mysqlJSONPaths, timeAsText,
 }
 
 // Build implements sql.NodeExecBuilder.
@@ -114,8 +122,10 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 			if err != nil {
 				continue
 			}
-			if j, js, err := mysqlJSONPaths(ctx, d); err == nil && !js {
-				d, same = j, false
+			for _, rewrite := range exprRewrites {
+				if r, rs, err := rewrite(ctx, d); err == nil && !rs {
+					d, same = r, false
+				}
 			}
 			if _, grouped := n.(*plan.GroupBy); grouped { // where COUNT(DISTINCT) is aggregated
 				if c, cs, err := collatedCounts(ctx, d); err == nil && !cs {

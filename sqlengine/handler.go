@@ -262,6 +262,19 @@ func (h *Handler) session(c *mysql.Conn) *Session {
 	return h.sessions[c.ConnectionID]
 }
 
+// recoveredPanic logs a panic that go-mysql-server recovered into an error
+// (its message carries the goroutine's stack) and gives the client the
+// error without the stack, as recoverPanic does.
+func (h *Handler) recoveredPanic(se *mysql.SQLError) *mysql.SQLError {
+	const prefix = "panic recovered: "
+	if !strings.HasPrefix(se.Message, prefix) {
+		return se
+	}
+	msg, stack, _ := strings.Cut(strings.TrimPrefix(se.Message, prefix), "\ngoroutine ")
+	h.log.Error("panic while executing a statement", "panic", msg, "stack", "goroutine "+stack)
+	return mysql.NewSQLError(mysql.ERUnknownError, mysql.SSUnknownSQLState, "internal error: %s", strings.TrimSpace(msg))
+}
+
 // recoverPanic turns a panic in statement execution into an error for the
 // client and a log line with the stack.
 func (h *Handler) recoverPanic(err *error) {
@@ -420,7 +433,7 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 			left--
 			continue
 		}
-		se := ToSQLError(err)
+		se := h.recoveredPanic(ToSQLError(err))
 		if info.drop && se.Number() == mysql.ERNoSuchTable {
 			se = mysql.NewSQLError(mysql.ERBadTable, "42S02", "%s", se.Message)
 		}

@@ -87,6 +87,7 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 	a := analyzer.NewBuilder(p).RemoveOnceAfterRule(ruleID(analyzer.OnceAfterDefault, "replaceAgg")).
 		AddPostAnalyzeRule(fixGroupConcatID, fixGroupConcat).
 		AddPostAnalyzeRule(exactSumsID, exactSums).
+		AddPostAnalyzeRule(timeAsTextID, timeAsTextRule).
 		AddOverrides(sql.EngineOverrides{CostedIndexScanExpressionFilter: betweenAsRange{}}).Build()
 	groupByChecksColumnsOnly(a)
 	a.ExecBuilder.PriorityBuilder = &priorityBuilder{base: a.ExecBuilder, cat: a.Catalog}
@@ -102,6 +103,7 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 const (
 	fixGroupConcatID analyzer.RuleId = -1 - iota
 	exactSumsID
+	timeAsTextID
 )
 
 // ruleID finds an analyzer rule of rules by name. Rules removed from the

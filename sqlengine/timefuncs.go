@@ -44,6 +44,7 @@ var timeFuncs = []sql.Function{
 	fixedFunc("PERIOD_DIFF", 2, func(*sql.Context, []sql.Expression) sql.Type { return types.Int64 }, func(ctx *sql.Context, _ *fixedCall, v []any) (any, error) {
 		return periodMonths(toInt64(ctx, v[0])) - periodMonths(toInt64(ctx, v[1])), nil
 	}),
+	optArgFunc("UTC_TIME", 0, 1, func(*sql.Context, []sql.Expression) sql.Type { return types.Time }, utcTime),
 	fixedFunc("TO_SECONDS", 1, func(*sql.Context, []sql.Expression) sql.Type { return types.Int64 }, func(ctx *sql.Context, _ *fixedCall, v []any) (any, error) {
 		t, ok := toDatetime(ctx, v[0])
 		if !ok {
@@ -54,6 +55,22 @@ var timeFuncs = []sql.Function{
 }
 
 func init() { function.BuiltIns = append(function.BuiltIns, timeFuncs...) }
+
+// utcTime is UTC_TIME([fsp]): the statement's start in UTC as a time of
+// day, truncated to fsp fractional digits (0 without an argument).
+func utcTime(ctx *sql.Context, _ *fixedCall, v []any) (any, error) {
+	fsp := int64(0)
+	if len(v) == 1 {
+		fsp = toInt64(ctx, v[0])
+		if fsp < 0 || fsp > 6 {
+			return nil, sql.ErrInvalidArgument.New("UTC_TIME")
+		}
+	}
+	t := ctx.QueryTime().UTC()
+	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	step := time.Duration(math.Pow10(9 - int(fsp)))
+	return types.Time.MicrosecondsToTimespan(t.Sub(day).Truncate(step).Microseconds()), nil
+}
 
 // yearZero is 0000-01-01 in Unix seconds: TO_SECONDS counts from there.
 var yearZero = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
@@ -220,9 +237,18 @@ func abs64(x int64) int64 {
 // fixedFunc registers a function of n arguments whose value is eval of
 // the arguments' values, NULL if any is NULL.
 func fixedFunc(name string, n int, typ func(*sql.Context, []sql.Expression) sql.Type, eval func(*sql.Context, *fixedCall, []any) (any, error)) sql.Function {
+	return optArgFunc(name, n, n, typ, eval)
+}
+
+// optArgFunc is fixedFunc for a function of min to max arguments.
+func optArgFunc(name string, min, max int, typ func(*sql.Context, []sql.Expression) sql.Type, eval func(*sql.Context, *fixedCall, []any) (any, error)) sql.Function {
 	return sql.FunctionN{Name: strings.ToLower(name), Fn: func(_ *sql.Context, args ...sql.Expression) (sql.Expression, error) {
-		if len(args) != n {
-			return nil, sql.ErrInvalidArgumentNumber.New(name, n, len(args))
+		if len(args) < min || len(args) > max {
+			want := fmt.Sprint(min)
+			if max > min {
+				want = fmt.Sprintf("%d to %d", min, max)
+			}
+			return nil, sql.ErrInvalidArgumentNumber.New(name, want, len(args))
 		}
 		return &fixedCall{name: name, args: args, typ: typ, eval: eval}, nil
 	}}
