@@ -88,7 +88,7 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 		AddPostAnalyzeRule(fixGroupConcatID, fixGroupConcat).
 		AddPostAnalyzeRule(exactSumsID, exactSums).
 		AddPostAnalyzeRule(timeAsTextID, timeAsTextRule).
-		AddOverrides(sql.EngineOverrides{CostedIndexScanExpressionFilter: betweenAsRange{}}).Build()
+		AddOverrides(sql.EngineOverrides{CostedIndexScanExpressionFilter: betweenAsRange{}, SchemaFormatter: &schemaFormatter{}}).Build()
 	groupByChecksColumnsOnly(a)
 	a.ExecBuilder.PriorityBuilder = &priorityBuilder{base: a.ExecBuilder, cat: a.Catalog}
 	e := sqle.New(a, &sqle.Config{VersionPostfix: "Certus"})
