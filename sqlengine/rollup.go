@@ -38,47 +38,22 @@ type sqlToken struct {
 	depth      int
 }
 
-// topTokens lists the words and commas of q with their depth.
+// topTokens lists the words, commas and parentheses of q with their depth.
 func topTokens(q string) []sqlToken {
 	var out []sqlToken
 	depth := 0
-	for i := 0; i < len(q); {
-		c := q[i]
+	for _, t := range lexTokens(q) {
 		switch {
-		case c == '\'' || c == '"' || c == '`':
-			l := lexer{s: q, i: i}
-			l.skipQuoted(c)
-			i = l.i
-		case c == '-' && i+1 < len(q) && q[i+1] == '-', c == '#':
-			for i < len(q) && q[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			end := indexFrom(q, "*/", i+2)
-			if end < 0 {
-				i = len(q)
-			} else {
-				i = end + 2
-			}
-		case c == '(':
-			out = append(out, sqlToken{word: "(", start: i, end: i + 1, depth: depth})
+		case t.kind == 'w':
+			out = append(out, sqlToken{word: upper(t.text), start: t.start, end: t.end, depth: depth})
+		case t.text == "(":
+			out = append(out, sqlToken{word: "(", start: t.start, end: t.end, depth: depth})
 			depth++
-			i++
-		case c == ')':
+		case t.text == ")":
 			depth--
-			out = append(out, sqlToken{word: ")", start: i, end: i + 1, depth: depth})
-			i++
-		case c == ',':
-			out = append(out, sqlToken{word: ",", start: i, end: i + 1, depth: depth})
-			i++
-		case isWordByte(c):
-			start := i
-			for i < len(q) && isWordByte(q[i]) {
-				i++
-			}
-			out = append(out, sqlToken{word: upper(q[start:i]), start: start, end: i, depth: depth})
-		default:
-			i++
+			out = append(out, sqlToken{word: ")", start: t.start, end: t.end, depth: depth})
+		case t.text == ",":
+			out = append(out, sqlToken{word: ",", start: t.start, end: t.end, depth: depth})
 		}
 	}
 	return out

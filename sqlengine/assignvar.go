@@ -1,0 +1,408 @@
+package sqlengine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function"
+	"github.com/dolthub/go-mysql-server/sql/types"
+)
+
+// MySQL assigns user variables inside expressions with :=, as in the
+// ranking idiom of countless applications:
+//
+//	SELECT @rank := @rank + 1 AS rank, name FROM t, (SELECT @rank := 0) r
+//
+// or the renumbering `UPDATE t SET pos = @n := @n + 1 ORDER BY ...`.
+// go-mysql-server's parser knows := only in SET, so such statements were
+// 1064. A text statement's assignments `@name := expr` outside SET are
+// rewritten into calls of setUserVarFunc, which sets the variable and
+// gives its value, and its reads of those variables into calls of
+// getUserVarFunc; a select item without an alias is named as MySQL names
+// it (`@a := 1`). Prepared statements are parsed before Certus sees them,
+// so there they stay 1064.
+
+// setUserVarFunc and getUserVarFunc are the functions the rewrite calls.
+const (
+	setUserVarFunc = "certus_set_user_var"
+	getUserVarFunc = "certus_get_user_var"
+)
+
+// lexToken is a token of a statement: a word, a @variable, a quoted string
+// or identifier, or punctuation (":=" is one token).
+type lexToken struct {
+	kind       byte // 'w' word, 'v' variable, 'q' quoted, 'p' punctuation
+	text       string
+	start, end int // its bytes in the statement
+}
+
+// lexTokens splits q into tokens, skipping white space and comments.
+func lexTokens(q string) []lexToken {
+	var toks []lexToken
+	for i := 0; i < len(q); {
+		c := q[i]
+		start := i
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+			continue
+		case c == '#' || c == '-' && i+1 < len(q) && q[i+1] == '-' && (i+2 == len(q) || q[i+2] <= ' '):
+			for i < len(q) && q[i] != '\n' {
+				i++
+			}
+			continue
+		case strings.HasPrefix(q[i:], "/*"):
+			end := strings.Index(q[i+2:], "*/")
+			if end < 0 {
+				i = len(q)
+			} else {
+				i += end + 4
+			}
+			continue
+		case c == '\'' || c == '"' || c == '`':
+			l := lexer{s: q, i: i}
+			l.skipQuoted(c)
+			i = l.i
+			toks = append(toks, lexToken{'q', q[start:i], start, i})
+		case c == '@':
+			i++
+			if i < len(q) && q[i] == '@' {
+				i++
+			}
+			for i < len(q) && (isWordByte(q[i]) || q[i] == '.') {
+				i++
+			}
+			toks = append(toks, lexToken{'v', q[start:i], start, i})
+		case isWordByte(c):
+			for i < len(q) && isWordByte(q[i]) {
+				i++
+			}
+			toks = append(toks, lexToken{'w', q[start:i], start, i})
+		case c == ':' && i+1 < len(q) && q[i+1] == '=':
+			i += 2
+			toks = append(toks, lexToken{'p', ":=", start, i})
+		default:
+			i++
+			toks = append(toks, lexToken{'p', q[start:i], start, i})
+		}
+	}
+	return toks
+}
+
+// assignEnds are the words that end the expression assigned (at its own
+// depth): the clauses after a select item, and CASE's parts.
+var assignEnds = map[string]bool{
+	"AS": true, "FROM": true, "WHERE": true, "GROUP": true, "ORDER": true, "HAVING": true, "LIMIT": true,
+	"INTO": true, "UNION": true, "EXCEPT": true, "INTERSECT": true, "WINDOW": true, "FOR": true, "LOCK": true,
+	"WHEN": true, "THEN": true, "ELSE": true, "END": true, "ON": true, "USING": true,
+}
+
+// operatorWords are the words that may follow an operand inside an
+// expression and expect another; valueWords may follow an operand and end
+// one (IS NULL, INTERVAL 1 DAY). Any other word after an operand is the
+// item's alias.
+var (
+	operatorWords = map[string]bool{
+		"AND": true, "OR": true, "XOR": true, "NOT": true, "IS": true, "LIKE": true, "REGEXP": true,
+		"RLIKE": true, "IN": true, "BETWEEN": true, "DIV": true, "MOD": true, "COLLATE": true, "ESCAPE": true,
+		"SOUNDS": true, "INTERVAL": true, "ANY": true, "ALL": true, "SOME": true,
+	}
+	valueWords = map[string]bool{
+		"NULL": true, "TRUE": true, "FALSE": true, "UNKNOWN": true, "MICROSECOND": true, "SECOND": true,
+		"MINUTE": true, "HOUR": true, "DAY": true, "WEEK": true, "MONTH": true, "QUARTER": true, "YEAR": true,
+		"SECOND_MICROSECOND": true, "MINUTE_MICROSECOND": true, "MINUTE_SECOND": true, "HOUR_MICROSECOND": true,
+		"HOUR_SECOND": true, "HOUR_MINUTE": true, "DAY_MICROSECOND": true, "DAY_SECOND": true,
+		"DAY_MINUTE": true, "DAY_HOUR": true, "YEAR_MONTH": true,
+	}
+)
+
+// assignExprEnd returns the index of the token that ends the expression
+// starting at toks[i] (len(toks) if none does).
+func assignExprEnd(toks []lexToken, i int) int {
+	depth, cases := 0, 0
+	operand := false // the token before was an operand
+	for ; i < len(toks); i++ {
+		t := toks[i]
+		u := strings.ToUpper(t.text)
+		switch {
+		case t.kind == 'p' && t.text == "(":
+			depth++
+			operand = false
+			continue
+		case t.kind == 'p' && t.text == ")":
+			if depth == 0 {
+				return i
+			}
+			depth--
+			operand = true
+			continue
+		}
+		if depth > 0 {
+			continue
+		}
+		switch {
+		case t.kind == 'p' && (t.text == "," || t.text == ";"):
+			return i
+		case t.kind == 'w' && u == "CASE":
+			cases++
+			operand = false
+			continue
+		case t.kind == 'w' && u == "END" && cases > 0:
+			cases--
+			operand = true
+			continue
+		case t.kind == 'w' && cases > 0 && (u == "WHEN" || u == "THEN" || u == "ELSE"):
+			operand = false
+			continue
+		case t.kind == 'w' && assignEnds[u]:
+			return i
+		case t.kind == 'w' && operand && !operatorWords[u] && !valueWords[u]:
+			return i // an alias without AS
+		}
+		operand = t.kind != 'p' && !(t.kind == 'w' && operatorWords[u])
+	}
+	return i
+}
+
+// assignUserVars rewrites the := assignments of q outside SET (see above).
+func assignUserVars(q string) string {
+	if !strings.Contains(q, ":=") {
+		return q
+	}
+	toks := lexTokens(q)
+	assigned := map[string]bool{}
+	for i := 0; i+1 < len(toks); i++ {
+		if toks[i].kind == 'v' && !strings.HasPrefix(toks[i].text, "@@") && toks[i+1].text == ":=" {
+			assigned[strings.ToLower(toks[i].text[1:])] = true
+		}
+	}
+	return rewriteUserVars(q, toks, assigned)
+}
+
+// rewriteUserVars rewrites, in q (split as toks), the assignments to user
+// variables and the reads of the variables in assigned. A read becomes
+// a call of getUserVarFunc: go-mysql-server types a variable that is not
+// set yet when the statement is planned as NULL, so `SELECT @a := 1, @a`
+// answered NULL for @a.
+func rewriteUserVars(q string, toks []lexToken, assigned map[string]bool) string {
+	var b strings.Builder
+	last := 0
+	// kinds of the open levels: a select list ('s'), another clause ('o'),
+	// parentheses ('p'); set statements are left alone
+	levels := []byte{'o'}
+	stmtStart := true
+	inSet := false
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		u := strings.ToUpper(t.text)
+		if stmtStart && t.kind == 'w' {
+			inSet = u == "SET"
+		}
+		stmtStart = false
+		switch {
+		case t.kind == 'p' && t.text == ";":
+			stmtStart, levels = true, []byte{'o'}
+			continue
+		case t.kind == 'p' && t.text == "(":
+			levels = append(levels, 'p')
+			continue
+		case t.kind == 'p' && t.text == ")":
+			if len(levels) > 1 {
+				levels = levels[:len(levels)-1]
+			}
+			continue
+		case t.kind == 'w' && u == "SELECT":
+			levels[len(levels)-1] = 's'
+			continue
+		case t.kind == 'w' && (u == "FROM" || u == "WHERE" || u == "GROUP" || u == "ORDER" || u == "HAVING" || u == "LIMIT"):
+			levels[len(levels)-1] = 'o'
+			continue
+		}
+		if inSet || t.kind != 'v' || strings.HasPrefix(t.text, "@@") {
+			continue
+		}
+		name := t.text[1:]
+		quoted := "'" + strings.ReplaceAll(name, "'", "''") + "'"
+		end, call := i+1, ""
+		switch {
+		case i+1 < len(toks) && toks[i+1].text == ":=":
+			end = assignExprEnd(toks, i+2)
+			if end == i+2 {
+				continue // nothing assigned: the parser reports it
+			}
+			expr := q[toks[i+2].start:toks[end-1].end]
+			call = fmt.Sprintf("%s(%s, %s)", setUserVarFunc, quoted, rewriteUserVars(expr, lexTokens(expr), assigned))
+		case assigned[strings.ToLower(name)]:
+			call = fmt.Sprintf("%s(%s)", getUserVarFunc, quoted)
+		default:
+			continue
+		}
+		exprEnd := toks[end-1].end
+		b.WriteString(q[last:t.start])
+		b.WriteString(call)
+		if selectItem(toks, i, end, levels[len(levels)-1] == 's') {
+			// named as MySQL names it: its text
+			b.WriteString(" AS `" + strings.ReplaceAll(q[t.start:exprEnd], "`", "``") + "`")
+		}
+		last = exprEnd
+		i = end - 1
+	}
+	if last == 0 {
+		return q
+	}
+	b.WriteString(q[last:])
+	return b.String()
+}
+
+// selectItem reports whether toks[i:end] is a whole item of a select list
+// (inList) without an alias.
+func selectItem(toks []lexToken, i, end int, inList bool) bool {
+	if !inList || i == 0 {
+		return false
+	}
+	p := strings.ToUpper(toks[i-1].text)
+	if p != "," && p != "SELECT" && p != "DISTINCT" && p != "ALL" {
+		return false
+	}
+	if end == len(toks) {
+		return true
+	}
+	n := strings.ToUpper(toks[end].text)
+	return n == "," || n == ")" || n == ";" || n != "AS" && assignEnds[n]
+}
+
+// setUserVar is a call of setUserVarFunc: it sets the user variable to its
+// value's result and gives that result.
+type setUserVar struct {
+	name string
+	expression.UnaryExpressionStub
+}
+
+var _ sql.NonDeterministicExpression = (*setUserVar)(nil)
+
+// newSetUserVar builds a call from its arguments: the name as a string
+// literal and the value.
+func newSetUserVar(_ *sql.Context, args ...sql.Expression) (sql.Expression, error) {
+	if len(args) != 2 {
+		return nil, sql.ErrInvalidArgumentNumber.New(setUserVarFunc, 2, len(args))
+	}
+	lit, ok := args[0].(*expression.Literal)
+	if !ok {
+		return nil, sql.ErrInvalidArgument.New(setUserVarFunc)
+	}
+	name, ok := lit.Value().(string)
+	if !ok {
+		return nil, sql.ErrInvalidArgument.New(setUserVarFunc)
+	}
+	return &setUserVar{name: name, UnaryExpressionStub: expression.UnaryExpressionStub{Child: args[1]}}, nil
+}
+
+// Type implements sql.Expression.
+func (s *setUserVar) Type(ctx *sql.Context) sql.Type { return s.Child.Type(ctx) }
+
+// IsNonDeterministic implements sql.NonDeterministicExpression: each row
+// sets the variable again.
+func (s *setUserVar) IsNonDeterministic() bool { return true }
+
+// Eval implements sql.Expression.
+func (s *setUserVar) Eval(ctx *sql.Context, row sql.Row) (any, error) {
+	v, err := s.Child.Eval(ctx, row)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.SetUserVariable(ctx, s.name, v, s.Child.Type(ctx)); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// String implements sql.Expression.
+func (s *setUserVar) String() string { return fmt.Sprintf("@%s := %s", s.name, s.Child) }
+
+// WithChildren implements sql.Expression.
+func (s *setUserVar) WithChildren(_ *sql.Context, children ...sql.Expression) (sql.Expression, error) {
+	if len(children) != 1 {
+		return nil, sql.ErrInvalidChildrenNumber.New(s, len(children), 1)
+	}
+	return &setUserVar{name: s.name, UnaryExpressionStub: expression.UnaryExpressionStub{Child: children[0]}}, nil
+}
+
+// getUserVar is a call of getUserVarFunc: the user variable's value,
+// typed as the variable was when the statement was planned, or as a
+// string if it was not set (as MySQL types an unset variable).
+type getUserVar struct {
+	name string
+	typ  sql.Type
+}
+
+var _ sql.NonDeterministicExpression = (*getUserVar)(nil)
+
+// newGetUserVar builds a call from its argument, the name as a string
+// literal.
+func newGetUserVar(_ *sql.Context, args ...sql.Expression) (sql.Expression, error) {
+	if len(args) != 1 {
+		return nil, sql.ErrInvalidArgumentNumber.New(getUserVarFunc, 1, len(args))
+	}
+	lit, ok := args[0].(*expression.Literal)
+	if !ok {
+		return nil, sql.ErrInvalidArgument.New(getUserVarFunc)
+	}
+	name, ok := lit.Value().(string)
+	if !ok {
+		return nil, sql.ErrInvalidArgument.New(getUserVarFunc)
+	}
+	return &getUserVar{name: name}, nil
+}
+
+// Resolved implements sql.Expression.
+func (g *getUserVar) Resolved() bool { return true }
+
+// IsNullable implements sql.Expression.
+func (g *getUserVar) IsNullable(*sql.Context) bool { return true }
+
+// Children implements sql.Expression.
+func (g *getUserVar) Children() []sql.Expression { return nil }
+
+// Type implements sql.Expression. The type is fixed at the first call,
+// when the statement is planned (the planner builds calls without a
+// context).
+func (g *getUserVar) Type(ctx *sql.Context) sql.Type {
+	if g.typ == nil {
+		g.typ = types.LongText
+		if ctx != nil {
+			if t, _, err := ctx.GetUserVariable(ctx, g.name); err == nil && t != nil && t != types.Null {
+				g.typ = t
+			}
+		}
+	}
+	return g.typ
+}
+
+// IsNonDeterministic implements sql.NonDeterministicExpression: the
+// statement may set the variable between two reads.
+func (g *getUserVar) IsNonDeterministic() bool { return true }
+
+// Eval implements sql.Expression.
+func (g *getUserVar) Eval(ctx *sql.Context, _ sql.Row) (any, error) {
+	_, v, err := ctx.GetUserVariable(ctx, g.name)
+	return v, err
+}
+
+// String implements sql.Expression.
+func (g *getUserVar) String() string { return "@" + g.name }
+
+// WithChildren implements sql.Expression.
+func (g *getUserVar) WithChildren(_ *sql.Context, children ...sql.Expression) (sql.Expression, error) {
+	if len(children) != 0 {
+		return nil, sql.ErrInvalidChildrenNumber.New(g, len(children), 0)
+	}
+	return g, nil
+}
+
+func init() {
+	function.BuiltIns = append(function.BuiltIns,
+		sql.FunctionN{Name: setUserVarFunc, Fn: newSetUserVar},
+		sql.FunctionN{Name: getUserVarFunc, Fn: newGetUserVar})
+}
