@@ -167,6 +167,52 @@ func (b *exactBuffer) Eval(*sql.Context) (any, error) {
 // Dispose implements sql.AggregationBuffer.
 func (b *exactBuffer) Dispose(ctx *sql.Context) { expression.Dispose(ctx, b.arg) }
 
+// doubleAgg is STDDEV, STD, STDDEV_POP, STDDEV_SAMP, VARIANCE, VAR_POP or
+// VAR_SAMP typed DOUBLE, as MySQL types them. go-mysql-server computes
+// them in float64 but types them as their argument, so STDDEV of a
+// DECIMAL(10,2) printed 15.60 for 15.5988..., and of an INT 1 for 1.414...
+type doubleAgg struct {
+	aggFunc
+}
+
+// newDoubleAgg wraps a standard deviation or variance; nil for another
+// aggregate, a window form, or one already typed DOUBLE.
+func newDoubleAgg(ctx *sql.Context, a aggFunc) *doubleAgg {
+	switch a.(type) {
+	case *aggregation.StdDevPop, *aggregation.StdDevSamp, *aggregation.VarPop, *aggregation.VarSamp:
+	default:
+		return nil
+	}
+	if a.Window() != nil || a.Type(ctx) == types.Float64 {
+		return nil
+	}
+	return &doubleAgg{aggFunc: a}
+}
+
+// Type implements sql.Expression.
+func (a *doubleAgg) Type(*sql.Context) sql.Type { return types.Float64 }
+
+// DebugString implements sql.DebugStringer.
+func (a *doubleAgg) DebugString(ctx *sql.Context) string { return sql.DebugString(ctx, a.aggFunc) }
+
+// WithChildren implements sql.Expression.
+func (a *doubleAgg) WithChildren(ctx *sql.Context, children ...sql.Expression) (sql.Expression, error) {
+	e, err := a.aggFunc.WithChildren(ctx, children...)
+	if err != nil {
+		return nil, err
+	}
+	inner := e.(aggFunc).WithId(a.Id()).(aggFunc)
+	if n := newDoubleAgg(ctx, inner); n != nil {
+		return n, nil
+	}
+	return inner, nil
+}
+
+// WithId implements sql.IdExpression.
+func (a *doubleAgg) WithId(id sql.ColumnId) sql.IdExpression {
+	return &doubleAgg{aggFunc: a.aggFunc.WithId(id).(aggFunc)}
+}
+
 // exactSums is an analyzer rule: SUM and AVG of exact arguments become
 // exactAgg, in n and its subqueries, and the references to their results
 // (typed DOUBLE by the planner) take the DECIMAL type.
@@ -232,8 +278,15 @@ func passRetypedOn(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Ty
 // table's query is analyzed before the query around it.
 func seedRetyped(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Type) {
 	transform.InspectExpressions(ctx, n, func(ctx *sql.Context, e sql.Expression) bool {
-		if a, ok := e.(*exactAgg); ok && a.Id() != 0 {
-			retyped[a.Id()] = a.typ
+		switch a := e.(type) {
+		case *exactAgg:
+			if a.Id() != 0 {
+				retyped[a.Id()] = a.typ
+			}
+		case *doubleAgg:
+			if a.Id() != 0 {
+				retyped[a.Id()] = types.Float64
+			}
 		}
 		return true
 	})
@@ -254,6 +307,8 @@ func retypedOf(e sql.Expression, retyped map[sql.ColumnId]sql.Type) sql.Type {
 		return retyped[e.Id()]
 	case *exactAgg:
 		return e.typ
+	case *doubleAgg:
+		return types.Float64
 	}
 	return nil
 }
@@ -288,6 +343,12 @@ func replaceExactAggs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql
 			if a := newExactAgg(ctx, e); a != nil {
 				if a.Id() != 0 {
 					retyped[a.Id()] = a.typ
+				}
+				return a, transform.NewTree, nil
+			}
+			if a := newDoubleAgg(ctx, e); a != nil {
+				if a.Id() != 0 {
+					retyped[a.Id()] = types.Float64
 				}
 				return a, transform.NewTree, nil
 			}

@@ -160,3 +160,19 @@ func TestDistinctOrderBy(t *testing.T) {
 		{"SELECT DISTINCT COALESCE(v, 0) + id % 2 FROM s ORDER BY 1", "0\n1\n3\n6\n8\n10"},
 	})
 }
+
+// TestStddevVarianceDouble checks that STDDEV, VARIANCE and their variants
+// are DOUBLE, as in MySQL: go-mysql-server typed them as their argument,
+// so STDDEV of a DECIMAL(10,2) came back rounded to 2 places, of an INT
+// to an integer.
+func TestStddevVarianceDouble(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE sv (id INT PRIMARY KEY, g INT, price DECIMAL(10,2))")
+	xexec(t, db, "INSERT INTO sv VALUES (1, 1, 100.50), (2, 1, 80.00), (3, 2, NULL), (4, 2, 60.25), (5, 2, 95.00)")
+	want := []string{"1.4142135623730951|2|15.598853122906183|18.01200409911864|243.32421875|324.4322916666667"}
+	q := "SELECT STDDEV(id), VARIANCE(id), STD(price), STDDEV_SAMP(price), VAR_POP(price), VAR_SAMP(price) FROM sv"
+	wantRows(t, "text", qLines(t, conn(t, db), q), want)
+	wantRows(t, "prepared", qLines(t, db, q+" WHERE id > ?", 0), want)
+	wantRows(t, "grouped, in a derived table", qLines(t, db, "SELECT g, s FROM (SELECT g, STDDEV_POP(price) s FROM sv GROUP BY g) x ORDER BY g"),
+		[]string{"1|10.25", "2|17.375"})
+}
