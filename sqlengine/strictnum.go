@@ -95,10 +95,25 @@ func storedKind(t sql.Type) string {
 }
 
 // storeValue checks v, about to be stored into the column col of type typ
-// (checked when storedKind names it) as row number row of the statement,
-// and returns what to store instead. lenient is true for IGNORE and
+// (checked when checkedColumn holds) as row number row of the statement,
+// and returns what to store instead: a string read as a number or date
+// (storeString), then a value that does not fit the column (fitValue). lenient is true for IGNORE and
 // outside strict mode: a bad string then warns instead of failing.
 func storeValue(ctx *sql.Context, col string, typ sql.Type, v any, row int64, lenient bool) (any, error) {
+	v, err := storeString(ctx, col, typ, v, row, lenient)
+	if err != nil {
+		return nil, err
+	}
+	return fitValue(ctx, col, typ, v, row, lenient)
+}
+
+// checkedColumn reports whether storeValue checks values for a column of
+// type t.
+func checkedColumn(t sql.Type) bool { return storedKind(t) != "" || fitChecked(t) }
+
+// storeString is storeValue's check of a string stored into a numeric or
+// date column (see above).
+func storeString(ctx *sql.Context, col string, typ sql.Type, v any, row int64, lenient bool) (any, error) {
 	s, ok := v.(string) // not []byte: 0x7E is a number here
 	if !ok {
 		return v, nil
@@ -166,7 +181,7 @@ func checkedInsert(ctx *sql.Context, ii *plan.InsertInto) *plan.InsertInto {
 	dst := ii.Destination.Schema(ctx)
 	var checked []int
 	for i, c := range dst {
-		if storedKind(c.Type) != "" {
+		if checkedColumn(c.Type) {
 			checked = append(checked, i)
 		}
 	}
@@ -243,7 +258,7 @@ func checkedAssignments(ctx *sql.Context, u *plan.UpdateSource, exprs []sql.Expr
 		if !ok {
 			continue
 		}
-		if storedKind(gf.Type(ctx)) == "" {
+		if !checkedColumn(gf.Type(ctx)) {
 			continue
 		}
 		if _, ok := sf.RightChild.(*strictAssign); ok {

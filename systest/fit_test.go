@@ -1,0 +1,62 @@
+package systest
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestValuesThatDoNotFit stores strings past a column's length, integers
+// and DECIMALs past their bounds and unknown ENUM values, as MySQL does:
+// in strict mode each fails with MySQL's code and text naming the column
+// and row (1406, 1264, 1265), changing nothing; with sql_mode=” (or
+// IGNORE) the row gets what fits and the statement the warnings. Before,
+// every sql_mode failed, DECIMAL and ENUM with 1105, in
+// go-mysql-server's words.
+func TestValuesThatDoNotFit(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	c := conn(t, db)
+	xexec(t, c, "CREATE TABLE w (id INT PRIMARY KEY, s VARCHAR(5), n TINYINT, u TINYINT UNSIGNED, d DECIMAL(5,2), e ENUM('a','b'))")
+	xexec(t, c, "INSERT INTO w VALUES (1, 'ok', 1, 1, 1, 'a')")
+	for _, tc := range []struct {
+		q     string
+		arg   any
+		code  uint16
+		state string
+		msg   string
+	}{
+		{q: "INSERT INTO w (id, s) VALUES (2, 'toolong')", code: 1406, state: "22001", msg: "Data too long for column 's' at row 1"},
+		{q: "INSERT INTO w (id, n) VALUES (2, 300)", code: 1264, state: "22003", msg: "Out of range value for column 'n' at row 1"},
+		{q: "INSERT INTO w (id, n) VALUES (2, ?)", arg: 300, code: 1264, state: "22003", msg: "Out of range value for column 'n' at row 1"},
+		{q: "INSERT INTO w (id, u) VALUES (2, 5), (3, -1)", code: 1264, state: "22003", msg: "Out of range value for column 'u' at row 2"},
+		{q: "INSERT INTO w (id, d) VALUES (2, 1000)", code: 1264, state: "22003", msg: "Out of range value for column 'd' at row 1"},
+		{q: "INSERT INTO w (id, e) VALUES (2, 'c')", code: 1265, state: "01000", msg: "Data truncated for column 'e' at row 1"},
+		{q: "UPDATE w SET n = n + 200 WHERE id = 1", code: 1264, state: "22003", msg: "Out of range value for column 'n' at row 1"},
+		{q: "UPDATE w SET s = CONCAT(s, 'tooo') WHERE id = 1", code: 1406, state: "22001", msg: "Data too long for column 's' at row 1"},
+	} {
+		var err error
+		if tc.arg != nil {
+			_, err = c.ExecContext(t.Context(), tc.q, tc.arg)
+		} else {
+			err = tryExec(c, tc.q)
+		}
+		code, state := mysqlErr(err)
+		if code != tc.code || state != tc.state || err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want %d (%s) %s", tc.q, err, tc.code, tc.state, tc.msg)
+		}
+	}
+	wantRows(t, "after the refused statements", qLines(t, c, "SELECT * FROM w"), []string{"1|ok|1|1|1.00|a"})
+	xexec(t, c, "SET sql_mode = ''")
+	xexec(t, c, "INSERT INTO w VALUES (2, 'toolong', 300, -1, 12345.678, 'c')")
+	wantRows(t, "warnings", qLines(t, c, "SHOW WARNINGS"), []string{
+		"Warning|1265|Data truncated for column 's' at row 1",
+		"Warning|1264|Out of range value for column 'n' at row 1",
+		"Warning|1264|Out of range value for column 'u' at row 1",
+		"Warning|1264|Out of range value for column 'd' at row 1",
+		"Warning|1265|Data truncated for column 'e' at row 1",
+	})
+	xexec(t, c, "UPDATE w SET n = n - 300 WHERE id = 1")
+	wantRows(t, "stored what fits", qLines(t, c, "SELECT * FROM w ORDER BY id"), []string{"1|ok|-128|1|1.00|a", "2|toolo|127|0|999.99|"})
+	xexec(t, c, "SET sql_mode = DEFAULT")
+	xexec(t, c, "INSERT IGNORE INTO w (id, n) VALUES (3, 1000)")
+	wantRows(t, "IGNORE", qLines(t, c, "SELECT n FROM w WHERE id = 3"), []string{"127"})
+}
