@@ -213,6 +213,95 @@ func (a *doubleAgg) WithId(id sql.ColumnId) sql.IdExpression {
 	return &doubleAgg{aggFunc: a.aggFunc.WithId(id).(aggFunc)}
 }
 
+// windowSum is SUM(x) OVER (...) giving NULL for a frame without a
+// non-NULL x, as MySQL's does; go-mysql-server's window sum counted NULL
+// as 0, so a partition whose first rows were NULL summed to 0.
+type windowSum struct {
+	aggFunc
+}
+
+// newWindowSum wraps a window SUM; nil for another aggregate.
+func newWindowSum(a aggFunc) *windowSum {
+	if _, sum := a.(*aggregation.Sum); !sum || a.Window() == nil {
+		return nil
+	}
+	return &windowSum{aggFunc: a}
+}
+
+// WithChildren implements sql.Expression.
+func (a *windowSum) WithChildren(ctx *sql.Context, children ...sql.Expression) (sql.Expression, error) {
+	e, err := a.aggFunc.WithChildren(ctx, children...)
+	if err != nil {
+		return nil, err
+	}
+	if n := newWindowSum(e.(aggFunc)); n != nil {
+		return n, nil
+	}
+	return e, nil
+}
+
+// WithId implements sql.IdExpression.
+func (a *windowSum) WithId(id sql.ColumnId) sql.IdExpression {
+	return &windowSum{aggFunc: a.aggFunc.WithId(id).(aggFunc)}
+}
+
+// WithWindow implements sql.WindowAdaptableExpression.
+func (a *windowSum) WithWindow(ctx *sql.Context, w *sql.WindowDefinition) sql.WindowAdaptableExpression {
+	return &windowSum{aggFunc: a.aggFunc.WithWindow(ctx, w).(aggFunc)}
+}
+
+// NewWindowFunction implements sql.WindowAdaptableExpression.
+func (a *windowSum) NewWindowFunction(ctx *sql.Context) (sql.WindowFunction, error) {
+	fn, err := a.aggFunc.NewWindowFunction(ctx)
+	if err != nil {
+		return nil, err
+	}
+	arg, err := transform.Clone(ctx, a.Children()[0])
+	if err != nil {
+		return nil, err
+	}
+	return &nullAwareSum{WindowFunction: fn, arg: arg}, nil
+}
+
+// nullAwareSum is a window sum that knows, for each frame, whether it
+// holds a non-NULL value.
+type nullAwareSum struct {
+	sql.WindowFunction
+	arg   sql.Expression
+	start int
+	// counts[i] is the number of non-NULL values in the partition's rows
+	// before its i-th
+	counts []int
+}
+
+// StartPartition implements sql.WindowFunction.
+func (s *nullAwareSum) StartPartition(ctx *sql.Context, interval sql.WindowInterval, buf sql.WindowBuffer) error {
+	s.start = interval.Start
+	s.counts = append(s.counts[:0], 0)
+	n := 0
+	for i := interval.Start; i < interval.End; i++ {
+		v, err := s.arg.Eval(ctx, buf[i])
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			n++
+		}
+		s.counts = append(s.counts, n)
+	}
+	return s.WindowFunction.StartPartition(ctx, interval, buf)
+}
+
+// Compute implements sql.WindowFunction.
+func (s *nullAwareSum) Compute(ctx *sql.Context, interval sql.WindowInterval, buf sql.WindowBuffer) (any, error) {
+	from := min(max(interval.Start-s.start, 0), len(s.counts)-1)
+	to := min(max(interval.End-s.start, 0), len(s.counts)-1)
+	if to <= from || s.counts[to] == s.counts[from] {
+		return nil, nil
+	}
+	return s.WindowFunction.Compute(ctx, interval, buf)
+}
+
 // exactSums is an analyzer rule: SUM and AVG of exact arguments become
 // exactAgg, in n and its subqueries, and the references to their results
 // (typed DOUBLE by the planner) take the DECIMAL type.
@@ -350,6 +439,9 @@ func replaceExactAggs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql
 				if a.Id() != 0 {
 					retyped[a.Id()] = types.Float64
 				}
+				return a, transform.NewTree, nil
+			}
+			if a := newWindowSum(e); a != nil {
 				return a, transform.NewTree, nil
 			}
 		case *plan.Subquery:

@@ -176,3 +176,17 @@ func TestStddevVarianceDouble(t *testing.T) {
 	wantRows(t, "grouped, in a derived table", qLines(t, db, "SELECT g, s FROM (SELECT g, STDDEV_POP(price) s FROM sv GROUP BY g) x ORDER BY g"),
 		[]string{"1|10.25", "2|17.375"})
 }
+
+// TestWindowSumOfNulls checks SUM(x) OVER (...) on frames that hold only
+// NULLs: NULL, as in MySQL (go-mysql-server's window sum counted NULL as
+// 0), with running, whole-partition and sliding frames.
+func TestWindowSumOfNulls(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE ws (id INT PRIMARY KEY, g INT, v DECIMAL(10,2))")
+	xexec(t, db, "INSERT INTO ws VALUES (1, 1, 100.50), (2, 1, 80), (3, 2, NULL), (4, NULL, 60.25), (5, 2, 95), (6, 2, NULL), (7, 3, NULL)")
+	wantRows(t, "window sums", qLines(t, db, "SELECT id, SUM(v) OVER (PARTITION BY g ORDER BY id), SUM(v) OVER (PARTITION BY g), "+
+		"SUM(v) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM ws ORDER BY id"), []string{
+		"1|100.50|180.50|100.50", "2|180.50|180.50|180.50", "3|NULL|95.00|80.00", "4|60.25|60.25|60.25",
+		"5|95.00|95.00|155.25", "6|95.00|95.00|95.00", "7|NULL|NULL|NULL",
+	})
+}
