@@ -190,20 +190,18 @@ func rewriteUserVars(q string, toks []lexToken, assigned map[string]bool) string
 	var b strings.Builder
 	last := 0
 	// kinds of the open levels: a select list ('s'), another clause ('o'),
-	// parentheses ('p'); set statements are left alone
+	// parentheses ('p')
 	levels := []byte{'o'}
-	stmtStart := true
-	inSet := false
+	setClause := false // after a SET, where `SET @a := 1, @b := 2` assign
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		u := strings.ToUpper(t.text)
-		if stmtStart && t.kind == 'w' {
-			inSet = u == "SET"
-		}
-		stmtStart = false
 		switch {
 		case t.kind == 'p' && t.text == ";":
-			stmtStart, levels = true, []byte{'o'}
+			levels, setClause = []byte{'o'}, false
+			continue
+		case t.kind == 'w' && u == "SET":
+			setClause = true
 			continue
 		case t.kind == 'p' && t.text == "(":
 			levels = append(levels, 'p')
@@ -218,10 +216,14 @@ func rewriteUserVars(q string, toks []lexToken, assigned map[string]bool) string
 			continue
 		case t.kind == 'w' && (u == "FROM" || u == "WHERE" || u == "GROUP" || u == "ORDER" || u == "HAVING" || u == "LIMIT"):
 			levels[len(levels)-1] = 'o'
+			setClause = false
 			continue
 		}
-		if inSet || t.kind != 'v' || strings.HasPrefix(t.text, "@@") {
+		if t.kind != 'v' || strings.HasPrefix(t.text, "@@") {
 			continue
+		}
+		if setClause && i > 0 && (toks[i-1].text == "," || strings.EqualFold(toks[i-1].text, "SET")) {
+			continue // SET's own assignment (or what it assigns to)
 		}
 		name := t.text[1:]
 		quoted := "'" + strings.ReplaceAll(name, "'", "''") + "'"
@@ -234,7 +236,7 @@ func rewriteUserVars(q string, toks []lexToken, assigned map[string]bool) string
 			}
 			expr := q[toks[i+2].start:toks[end-1].end]
 			call = fmt.Sprintf("%s(%s, %s)", setUserVarFunc, quoted, rewriteUserVars(expr, lexTokens(expr), assigned))
-		case assigned[strings.ToLower(name)]:
+		case assigned[strings.ToLower(name)] && !setClause:
 			call = fmt.Sprintf("%s(%s)", getUserVarFunc, quoted)
 		default:
 			continue

@@ -27,6 +27,11 @@ func TestAssignUserVars(t *testing.T) {
 			"SELECT * FROM t WHERE (certus_set_user_var('n', certus_get_user_var('n') + 1)) > 2"},
 		{"SELECT @a := @b := 2", "SELECT certus_set_user_var('a', certus_set_user_var('b', 2)) AS `@a := @b := 2`"},
 		{"SELECT @a :=", "SELECT @a :="},
+		{"CREATE PROCEDURE p() BEGIN SET @x := 1, @y := @x; SELECT @z := 2; END",
+			"CREATE PROCEDURE p() BEGIN SET @x := 1, @y := @x; SELECT certus_set_user_var('z', 2) AS `@z := 2`; END"},
+		{"SET @a := 1; SELECT @b := @a", "SET @a := 1; SELECT certus_set_user_var('b', certus_get_user_var('a')) AS `@b := @a`"},
+		{"UPDATE t SET a = 1, b = @n := @n + 1 WHERE c = @m := 2",
+			"UPDATE t SET a = 1, b = certus_set_user_var('n', certus_get_user_var('n') + 1) WHERE c = certus_set_user_var('m', 2)"},
 	} {
 		if got := assignUserVars(tc.in); got != tc.want {
 			t.Errorf("assignUserVars(%q)\n got %q\nwant %q", tc.in, got, tc.want)
