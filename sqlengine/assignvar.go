@@ -275,6 +275,20 @@ func selectItem(toks []lexToken, i, end int, inList bool) bool {
 	return n == "," || n == ")" || n == ";" || n != "AS" && assignEnds[n]
 }
 
+// userVarName checks that a call of fn has n arguments, the first the
+// variable's name as a string literal, and returns the name.
+func userVarName(fn string, args []sql.Expression, n int) (string, error) {
+	if len(args) != n {
+		return "", sql.ErrInvalidArgumentNumber.New(fn, n, len(args))
+	}
+	if lit, ok := args[0].(*expression.Literal); ok {
+		if name, ok := lit.Value().(string); ok {
+			return name, nil
+		}
+	}
+	return "", sql.ErrInvalidArgument.New(fn)
+}
+
 // setUserVar is a call of setUserVarFunc: it sets the user variable to its
 // value's result and gives that result.
 type setUserVar struct {
@@ -287,16 +301,9 @@ var _ sql.NonDeterministicExpression = (*setUserVar)(nil)
 // newSetUserVar builds a call from its arguments: the name as a string
 // literal and the value.
 func newSetUserVar(_ *sql.Context, args ...sql.Expression) (sql.Expression, error) {
-	if len(args) != 2 {
-		return nil, sql.ErrInvalidArgumentNumber.New(setUserVarFunc, 2, len(args))
-	}
-	lit, ok := args[0].(*expression.Literal)
-	if !ok {
-		return nil, sql.ErrInvalidArgument.New(setUserVarFunc)
-	}
-	name, ok := lit.Value().(string)
-	if !ok {
-		return nil, sql.ErrInvalidArgument.New(setUserVarFunc)
+	name, err := userVarName(setUserVarFunc, args, 2)
+	if err != nil {
+		return nil, err
 	}
 	return &setUserVar{name: name, UnaryExpressionStub: expression.UnaryExpressionStub{Child: args[1]}}, nil
 }
@@ -344,16 +351,9 @@ var _ sql.NonDeterministicExpression = (*getUserVar)(nil)
 // newGetUserVar builds a call from its argument, the name as a string
 // literal.
 func newGetUserVar(_ *sql.Context, args ...sql.Expression) (sql.Expression, error) {
-	if len(args) != 1 {
-		return nil, sql.ErrInvalidArgumentNumber.New(getUserVarFunc, 1, len(args))
-	}
-	lit, ok := args[0].(*expression.Literal)
-	if !ok {
-		return nil, sql.ErrInvalidArgument.New(getUserVarFunc)
-	}
-	name, ok := lit.Value().(string)
-	if !ok {
-		return nil, sql.ErrInvalidArgument.New(getUserVarFunc)
+	name, err := userVarName(getUserVarFunc, args, 1)
+	if err != nil {
+		return nil, err
 	}
 	return &getUserVar{name: name}, nil
 }
