@@ -54,10 +54,10 @@ func (b *priorityBuilder) baseBuild(ctx *sql.Context, cp sql.Node, row sql.Row) 
 }
 
 // exprRewrites are applied to the expressions of every node built, after
-// numericDates: MySQL's JSON paths (jsonpath.go) and TIME values read as
-// strings (timetext.go).
+// numericDates: MySQL's JSON paths (jsonpath.go), TIME values read as
+// strings (timetext.go) and integer overflow (intoverflow.go).
 var exprRewrites = []func(*sql.Context, sql.Expression) (sql.Expression, transform.TreeIdentity, error){
-	mysqlJSONPaths, timeAsText,
+	mysqlJSONPaths, timeAsText, checkIntArith,
 }
 
 // Build implements sql.NodeExecBuilder.

@@ -60,3 +60,30 @@ func TestValuesThatDoNotFit(t *testing.T) {
 	xexec(t, c, "INSERT IGNORE INTO w (id, n) VALUES (3, 1000)")
 	wantRows(t, "IGNORE", qLines(t, c, "SELECT n FROM w WHERE id = 3"), []string{"127"})
 }
+
+// TestIntegerOverflow checks integer arithmetic past BIGINT: MySQL's 1690
+// (22003), where go-mysql-server wrapped around or clamped an unsigned
+// operand; results in range are unchanged.
+func TestIntegerOverflow(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE big (id INT PRIMARY KEY, b BIGINT, u BIGINT UNSIGNED)")
+	xexec(t, db, "INSERT INTO big VALUES (1, 9223372036854775807, 18446744073709551615), (2, -5, 7)")
+	for _, q := range []string{
+		"SELECT b + 1 FROM big WHERE id = 1",
+		"SELECT b * 2 FROM big WHERE id = 1",
+		"SELECT -b - 2 FROM big WHERE id = 1",
+		"SELECT u + 0 FROM big WHERE id = 1",
+		"SELECT 9223372036854775807 + 1",
+	} {
+		err := tryExec(db, q)
+		if code, state := mysqlErr(err); code != 1690 || state != "22003" || !strings.Contains(err.Error(), "value is out of range in") {
+			t.Errorf("%s: %v, want 1690 (22003)", q, err)
+		}
+	}
+	wantRows(t, "in range", qLines(t, db, "SELECT b + 1, b * 3, u - 2, u * 2, b - 9223372036854775800 FROM big WHERE id = ?", 2),
+		[]string{"-4|-15|5|14|-9223372036854775805"})
+	if n, _ := xexec(t, db, "UPDATE big SET b = b + 1 WHERE id = 2").RowsAffected(); n != 1 {
+		t.Errorf("UPDATE b = b + 1 changed %d rows, want 1", n)
+	}
+	wantErr(t, tryExec(db, "UPDATE big SET b = b + 1 WHERE id = 1"), 1690, "22003")
+}
