@@ -69,6 +69,7 @@ func TestMaintenance(t *testing.T) {
 	mustExec(t, n1.DB(""), "INSERT INTO m.t VALUES (3)")
 	xexec(t, admin, "SET GLOBAL wsrep_reject_queries = NONE")
 	health(200, "after reject_queries NONE")
+	awaitApplied(t, c) // other reads without a causal wait
 	if n := qInt(t, other, "SELECT COUNT(*) FROM m.t"); n != 2 {
 		t.Fatalf("%d rows after the node served again, want 2", n)
 	}
