@@ -1,6 +1,7 @@
 package sqlengine
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -163,10 +164,15 @@ func fitValue(ctx *sql.Context, col string, typ sql.Type, v any, row int64, leni
 			}
 			fit = s[:cut]
 		}
+		se = mysql.NewSQLError(mysql.ERWarnDataTruncated, "01000", "Data truncated for column '%s' at row %d", col, row)
+		if strings.TrimRight(s[len(fit.(string)):], " ") == "" {
+			// only spaces are cut: MySQL stores the rest with a note
+			ctx.Session.Warn(&sql.Warning{Level: "Note", Code: se.Number(), Message: se.Message})
+			return fit, nil
+		}
 		if !lenient {
 			return nil, mysql.NewSQLError(mysql.ERDataTooLong, "22001", "Data too long for column '%s' at row %d", col, row)
 		}
-		se = mysql.NewSQLError(mysql.ERWarnDataTruncated, "01000", "Data truncated for column '%s' at row %d", col, row)
 	} else {
 		return v, nil
 	}

@@ -45,6 +45,11 @@ func TestValuesThatDoNotFit(t *testing.T) {
 		}
 	}
 	wantRows(t, "after the refused statements", qLines(t, c, "SELECT * FROM w"), []string{"1|ok|1|1|1.00|a"})
+	// trailing spaces past the length are cut, in strict mode too
+	xexec(t, c, "INSERT INTO w (id, s) VALUES (9, 'abcde   ')")
+	xexec(t, c, "UPDATE w SET s = CONCAT(s, '  ') WHERE id = 9")
+	wantRows(t, "spaces cut", qLines(t, c, "SELECT CONCAT('[', s, ']') FROM w WHERE id = 9"), []string{"[abcde]"})
+	xexec(t, c, "DELETE FROM w WHERE id = 9")
 	xexec(t, c, "SET sql_mode = ''")
 	xexec(t, c, "INSERT INTO w VALUES (2, 'toolong', 300, -1, 12345.678, 'c')")
 	wantRows(t, "warnings", qLines(t, c, "SHOW WARNINGS"), []string{
