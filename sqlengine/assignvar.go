@@ -290,13 +290,17 @@ func userVarName(fn string, args []sql.Expression, n int) (string, error) {
 }
 
 // setUserVar is a call of setUserVarFunc: it sets the user variable to its
-// value's result and gives that result.
+// value's result and gives that result. It is not marked non-deterministic:
+// the planner would then re-run a derived table that only initializes a
+// variable, (SELECT @r := 0) r, for every row joined with it; a derived
+// table is materialized once in MySQL. What it assigns from a variable is
+// (getUserVar), so such an assignment runs for every row.
 type setUserVar struct {
 	name string
 	expression.UnaryExpressionStub
 }
 
-var _ sql.NonDeterministicExpression = (*setUserVar)(nil)
+var _ sql.Expression = (*setUserVar)(nil)
 
 // newSetUserVar builds a call from its arguments: the name as a string
 // literal and the value.
@@ -310,10 +314,6 @@ func newSetUserVar(_ *sql.Context, args ...sql.Expression) (sql.Expression, erro
 
 // Type implements sql.Expression.
 func (s *setUserVar) Type(ctx *sql.Context) sql.Type { return s.Child.Type(ctx) }
-
-// IsNonDeterministic implements sql.NonDeterministicExpression: each row
-// sets the variable again.
-func (s *setUserVar) IsNonDeterministic() bool { return true }
 
 // Eval implements sql.Expression.
 func (s *setUserVar) Eval(ctx *sql.Context, row sql.Row) (any, error) {

@@ -13,6 +13,9 @@ func TestUserVarAssignments(t *testing.T) {
 	xexec(t, c, "INSERT INTO s (id, name, score) VALUES (1, 'a', 50), (2, 'b', 70), (3, 'c', 60), (4, 'd', 70)")
 	wantRows(t, "rank", qLines(t, c, "SELECT @rank := @rank + 1 AS rnk, name FROM (SELECT name FROM s ORDER BY score DESC, id LIMIT 10) x, (SELECT @rank := 0) r"),
 		[]string{"1|b", "2|d", "3|c", "4|a"})
+	// the table first, the initializing derived table joined to it
+	wantRows(t, "rank, table first", qLines(t, c, "SELECT @r := @r + 1 AS rnk, name FROM s, (SELECT @r := 0) x ORDER BY id"),
+		[]string{"1|a", "2|b", "3|c", "4|d"})
 	xexec(t, c, "SET @prev := NULL, @grp := 0")
 	wantRows(t, "groups", qLines(t, c, "SELECT id, @grp := IF(score = @prev, @grp, @grp + 1) AS g, @prev := score AS p FROM (SELECT * FROM s ORDER BY score, id LIMIT 10) t"),
 		[]string{"1|1|50", "3|2|60", "2|3|70", "4|3|70"})
