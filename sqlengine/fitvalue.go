@@ -67,28 +67,8 @@ var intRanges = func() map[querypb.Type]intRange {
 // fits reports, without converting, whether v is a Go integer within r;
 // false when it is not (it may still fit: see fitValue).
 func (r intRange) fits(v any) bool {
-	var i int64
-	switch x := v.(type) {
-	case int8:
-		i = int64(x)
-	case int16:
-		i = int64(x)
-	case int32:
-		i = int64(x)
-	case int64:
-		i = x
-	case int:
-		i = int64(x)
-	case uint8:
-		i = int64(x)
-	case uint16:
-		i = int64(x)
-	case uint32:
-		i = int64(x)
-	default:
-		return false
-	}
-	return r.lo <= i && i <= r.hi
+	i, ok := asInt(v)
+	return ok && r.lo <= i && i <= r.hi
 }
 
 // fitValue checks v, about to be stored into column col of type typ as row

@@ -74,8 +74,8 @@ func (c *checkedIntArith) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	if err != nil || r == nil {
 		return nil, err
 	}
-	li, lok := smallInt(l)
-	ri, rok := smallInt(r)
+	li, lok := asInt(l)
+	ri, rok := asInt(r)
 	if !lok || !rok {
 		lb, lok := bigInt(l)
 		rb, rok := bigInt(r)
@@ -145,31 +145,6 @@ func (c *checkedIntArith) outOfRange() error {
 	}
 	return mysql.NewSQLError(mysql.ERDataOutOfRange, "22003", "%s value is out of range in '%s'", typ,
 		strings.ReplaceAll(c.Arithmetic.String(), "'", "''"))
-}
-
-// smallInt is v as an int64, if v is a Go integer that fits one.
-func smallInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int32:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int:
-		return int64(x), true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		return int64(x), x <= math.MaxInt64
-	}
-	return 0, false
 }
 
 // bigInt is v as a big.Int, if v is a Go integer.
