@@ -179,18 +179,11 @@ func fixGroupConcat(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.
 }
 
 func replaceGroupConcat(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
-	return transform.NodeExprsWithOpaque(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-		switch e := e.(type) {
-		case *aggregation.GroupConcat:
-			if g := newGroupConcat(e); g != nil {
+	return exprsWithSubqueries(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		if gc, ok := e.(*aggregation.GroupConcat); ok {
+			if g := newGroupConcat(gc); g != nil {
 				return g, transform.NewTree, nil
 			}
-		case *plan.Subquery:
-			q, same, err := replaceGroupConcat(ctx, e.Query)
-			if err != nil || same {
-				return e, transform.SameTree, err
-			}
-			return e.WithQuery(q), transform.NewTree, nil
 		}
 		return e, transform.SameTree, nil
 	})

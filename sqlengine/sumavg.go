@@ -426,7 +426,7 @@ func outputTypes(n sql.Node, retyped map[sql.ColumnId]sql.Type) []sql.Type {
 }
 
 func replaceExactAggs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Type) (sql.Node, transform.TreeIdentity, error) {
-	return transform.NodeExprsWithOpaque(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+	return exprsWithSubqueries(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 		switch e := e.(type) {
 		case aggFunc:
 			if a := newExactAgg(ctx, e); a != nil {
@@ -444,12 +444,6 @@ func replaceExactAggs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql
 			if a := newWindowSum(e); a != nil {
 				return a, transform.NewTree, nil
 			}
-		case *plan.Subquery:
-			q, same, err := replaceExactAggs(ctx, e.Query, retyped)
-			if err != nil || same {
-				return e, transform.SameTree, err
-			}
-			return e.WithQuery(q), transform.NewTree, nil
 		}
 		return e, transform.SameTree, nil
 	})
@@ -458,19 +452,12 @@ func replaceExactAggs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql
 // retypeAggRefs gives the column references to the aggregates in retyped
 // their new types.
 func retypeAggRefs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Type) (sql.Node, transform.TreeIdentity, error) {
-	return transform.NodeExprsWithOpaque(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-		switch e := e.(type) {
-		case *expression.GetField:
-			if t, ok := retyped[e.Id()]; ok && e.Type(ctx) != t {
-				gf := expression.NewGetFieldWithTable(e.Index(), int(e.TableId()), t, e.Database(), e.Table(), e.Name(), e.IsNullable(ctx))
-				return gf.WithId(e.Id()).(*expression.GetField), transform.NewTree, nil
+	return exprsWithSubqueries(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		if gf, ok := e.(*expression.GetField); ok {
+			if t, ok := retyped[gf.Id()]; ok && gf.Type(ctx) != t {
+				typed := expression.NewGetFieldWithTable(gf.Index(), int(gf.TableId()), t, gf.Database(), gf.Table(), gf.Name(), gf.IsNullable(ctx))
+				return typed.WithId(gf.Id()).(*expression.GetField), transform.NewTree, nil
 			}
-		case *plan.Subquery:
-			q, same, err := retypeAggRefs(ctx, e.Query, retyped)
-			if err != nil || same {
-				return e, transform.SameTree, err
-			}
-			return e.WithQuery(q), transform.NewTree, nil
 		}
 		return e, transform.SameTree, nil
 	})

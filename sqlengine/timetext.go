@@ -13,9 +13,9 @@ import (
 // MySQL. go-mysql-server has no conversion of its TIME values to strings:
 // CONCAT(t, ...), LENGTH, UPPER, SUBSTRING, LIKE and the rest failed with
 // 1105 "incompatible conversion to SQL type: '10:00:00'->longtext", and
-// CAST(t AS CHAR) silently gave NULL. timeAsText gives the functions and
-// operators that read their arguments as strings the TIME arguments'
-// text instead (timeAsTextRule) (as timedisplay.go prints it: a zero fraction left out).
+// CAST(t AS CHAR) silently gave NULL. The functions and operators that
+// read their arguments as strings get a TIME argument's text instead
+// (timeAsTextRule), as timedisplay.go prints it: a zero fraction left out.
 
 // textFuncs are the functions that read their arguments as strings.
 var textFuncs = map[string]bool{
@@ -55,20 +55,7 @@ func readsText(ctx *sql.Context, e sql.Expression) bool {
 // REVERSE of a TIME), which still fail with 1105 rather than print their
 // text as a TIME.
 func timeAsTextRule(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
-	return timeAsTextIn(ctx, n)
-}
-
-func timeAsTextIn(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
-	return transform.NodeExprsWithOpaque(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-		if sq, ok := e.(*plan.Subquery); ok {
-			q, same, err := timeAsTextIn(ctx, sq.Query)
-			if err != nil || same {
-				return e, transform.SameTree, err
-			}
-			return sq.WithQuery(q), transform.NewTree, nil
-		}
-		return wrapTimeArgs(ctx, e)
-	})
+	return exprsWithSubqueries(ctx, n, wrapTimeArgs)
 }
 
 // timeAsText applies wrapTimeArgs to e and everything in it, except to
