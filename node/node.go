@@ -44,8 +44,12 @@ type Config struct {
 	ClusterName string
 	// ClusterSecret, when set, must match on every member.
 	ClusterSecret string
-	// RootPassword is root@localhost's password.
+	// RootPassword is the built-in root account's password.
 	RootPassword string
+	// RootHost is the host part of the built-in root account: "localhost"
+	// (the default when empty) admits only loopback clients, "%" any
+	// client, as MariaDB's image does with MARIADB_ROOT_HOST.
+	RootHost string
 	// FaultInjection enables POST /debug/fault (tests only): it cuts the
 	// node off from named peers to simulate a network partition.
 	FaultInjection bool
@@ -258,6 +262,7 @@ func (n *Node) start() error {
 		Provider:     p,
 		Cluster:      clusterView{n},
 		RootPassword: cfg.RootPassword,
+		RootHost:     cfg.RootHost,
 		Info: sqlengine.NodeInfo{
 			NodeName: cfg.Name, NodeAddress: cfg.PeerAddr, ClusterName: cfg.ClusterName,
 			ClusterAddress:  "certus://" + strings.Join(cfg.Join, ","),

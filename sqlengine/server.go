@@ -29,8 +29,11 @@ type ServerConfig struct {
 	Provider *Provider
 	// Cluster is the replication layer (nil for tests without one).
 	Cluster Cluster
-	// RootPassword is root@localhost's password (empty: none).
+	// RootPassword is the built-in root account's password (empty: none).
 	RootPassword string
+	// RootHost is the built-in root account's host ("localhost" when
+	// empty; "%" admits root from any host).
+	RootHost string
 	// Info fills the wsrep system variables.
 	Info NodeInfo
 	// Status returns the wsrep status variables.
@@ -48,6 +51,7 @@ type Server struct {
 	Handler *Handler
 	p       *Provider
 	root    string
+	rootAt  string
 
 	privMu     sync.Mutex
 	privLoaded []byte
@@ -132,7 +136,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	RegisterSystemVariables(cfg.Info)
 	e := NewEngine(cfg.Provider, cfg.Cluster)
-	s := &Server{Engine: e, p: cfg.Provider, root: cfg.RootPassword}
+	s := &Server{Engine: e, p: cfg.Provider, root: cfg.RootPassword, rootAt: cfg.RootHost}
+	if s.rootAt == "" {
+		s.rootAt = "localhost"
+	}
 	InstallStatusVariables(func() map[string]interface{} {
 		m := map[string]interface{}{}
 		if cfg.Status != nil {
@@ -198,7 +205,7 @@ func (s *Server) Start() error { return s.srv.Start() }
 func (s *Server) Close() error { return s.srv.Close() }
 
 // loadPrivileges loads the replicated users and grants and adds the
-// node's own root@localhost (not replicated: each node has its own).
+// node's own root account (not replicated: each node has its own).
 func (s *Server) loadPrivileges() error {
 	db := s.Engine.Analyzer.Catalog.MySQLDb
 	data := s.p.mgr.Engine().Catalog().Privileges()
@@ -211,7 +218,7 @@ func (s *Server) loadPrivileges() error {
 			return fmt.Errorf("loading users and grants: %w", err)
 		}
 	}
-	db.AddEphemeralSuperUser(ed, "root", "localhost", s.root)
+	db.AddEphemeralSuperUser(ed, "root", s.rootAt, s.root)
 	s.privLoaded = data
 	return nil
 }

@@ -34,6 +34,9 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 			if cfg.DataDir == "" {
 				return fmt.Errorf("--data-dir is required")
 			}
+			if cfg.RootHost != "localhost" && cfg.RootPassword == "" {
+				return fmt.Errorf("--root-host %q lets root log in from other hosts: set --root-password too", cfg.RootHost)
+			}
 			for _, v := range []struct {
 				flag string
 				n    int
@@ -67,7 +70,8 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.StringVar(&join, "join", "", "comma-separated peer addresses of a running cluster to join")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "certus", "cluster name (wsrep_cluster_name); must match on all members")
 	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared secret peers must present")
-	f.StringVar(&cfg.RootPassword, "root-password", "", "password of root@localhost (default: none)")
+	f.StringVar(&cfg.RootPassword, "root-password", "", "password of the built-in root account (default: none)")
+	f.StringVar(&cfg.RootHost, "root-host", "localhost", `host part of the built-in root account: "localhost" admits loopback clients only, "%" any host (needs --root-password; e.g. in a container, whose clients come from outside)`)
 	f.BoolVar(&cfg.SyncCommit, "sync-commit", true, "fsync the log before acknowledging a commit; false syncs once a second (like innodb_flush_log_at_trx_commit=2)")
 	f.Var(byteSize[uint64]{&cfg.GCacheSize}, "gcache-size", "raft log kept for members that fall behind, like Galera's gcache.size (e.g. 128MB; default 128MiB); a member that needs older entries gets a full state transfer")
 	f.Var(byteSize[int64]{&cfg.SSTMaxRate}, "sst-max-rate", "bytes per second this node sends to one joiner as a state transfer donor (e.g. 50MB; default unlimited)")
