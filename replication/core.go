@@ -48,6 +48,10 @@ type CoreConfig struct {
 	// HeartbeatTicks is the leader's heartbeat interval in ticks
 	// (default 2).
 	HeartbeatTicks int
+	// ViewTimeoutTicks is how long, in ticks, a voter may stay silent
+	// before the leader orders a view without it (see Views; default two
+	// election timeouts).
+	ViewTimeoutTicks int
 	// SyncLog fsyncs log appends before they are acknowledged.
 	SyncLog bool
 	// Cert configures certification (default certify.Defaults()).
@@ -135,6 +139,8 @@ type Core struct {
 	compactedAt          uint64              // applied seqno at the last compaction check
 	snapSent             map[uint64]snapSent // followers sent a snapshot (leader)
 	certPrunedTo         uint64              // certification records below it are deleted
+	viewHeard            map[uint64]uint64   // leader: the tick each voter was last heard from (nil: not leading)
+	viewProposed         uint64              // leader: the tick of the last view proposal
 
 	stride atomic.Uint64 // AUTO_INCREMENT increment<<32 | offset, read at every statement
 
@@ -142,6 +148,7 @@ type Core struct {
 	members     map[uint64]Member
 	clusterUUID string
 	confID      uint64
+	view        []uint64 // the last applied view's members, sorted (see Views)
 	lead        uint64
 	term        uint64
 	raftState   raft.StateType
@@ -194,6 +201,9 @@ func (c *CoreConfig) defaults() {
 	}
 	if c.HeartbeatTicks == 0 {
 		c.HeartbeatTicks = 2
+	}
+	if c.ViewTimeoutTicks == 0 {
+		c.ViewTimeoutTicks = 2 * c.ElectionTicks
 	}
 	if c.Cert.Window == 0 {
 		c.Cert = certify.Defaults()
@@ -334,8 +344,11 @@ func (c *Core) loadState() error {
 	db := c.eng.DB()
 	c.mu.Lock()
 	c.members = map[uint64]Member{}
-	c.clusterUUID, c.confID = "", 0
+	c.clusterUUID, c.confID, c.view = "", 0, nil
 	c.mu.Unlock()
+	if err := c.loadView(); err != nil {
+		return err
+	}
 	if v, ok, err := get(db, keyClusterUUID); err != nil {
 		return err
 	} else if ok {
@@ -407,6 +420,7 @@ func (c *Core) Tick() {
 	c.raw.Tick()
 	c.promoteLearners()
 	c.handOffLeadership()
+	c.watchView()
 }
 
 // handOffLeadership, on an arbitrator that leads, transfers leadership to
@@ -754,6 +768,14 @@ func (c *Core) applyNormal(idx uint64, e *pb.Entry) error {
 	if len(data) == 0 { // a new leader's empty entry
 		c.cert.Skip(idx)
 		return c.eng.MarkApplied(idx, []storage.KV{c.horizonKV()})
+	}
+	if ids, isView, ok := decodeView(data); isView {
+		if !ok {
+			c.log.Error("skipping corrupt view entry", "seqno", idx)
+			c.cert.Skip(idx)
+			return c.eng.MarkApplied(idx, []storage.KV{c.horizonKV()})
+		}
+		return c.applyView(idx, ids, data)
 	}
 	start := c.now()
 	job := c.takeAhead(e)
@@ -1113,6 +1135,9 @@ type Status struct {
 	RaftState   string
 	Primary     bool
 	Voters      []uint64
+	// View lists the members of the last view (see Views), sorted; nil
+	// before the first.
+	View        []uint64
 	Learners    []uint64
 	Members     []Member
 	Applied     uint64
@@ -1137,7 +1162,7 @@ func (c *Core) Status() Status {
 		ID: c.cfg.Self.ID, Name: c.cfg.Self.Name, ClusterName: c.cfg.ClusterName,
 		ClusterUUID: c.clusterUUID, ConfID: c.confID, Leader: c.lead, Term: c.term,
 		RaftState: c.raftState.String(), Primary: c.lead != raft.None,
-		Voters: cs.GetVoters(), Learners: cs.GetLearners(), Members: c.membersLocked(),
+		Voters: cs.GetVoters(), View: c.view, Learners: cs.GetLearners(), Members: c.membersLocked(),
 		Applied: c.eng.Applied(), Committed: c.commitIndex, LastIndex: last,
 		CertHorizon: c.certHorizon, CertKeys: c.certKeys, LogFirst: first, LogBytes: logBytes,
 	}

@@ -340,7 +340,7 @@ func Start(cfg Config) (*Node, error) {
 	core, err := NewCore(CoreConfig{
 		Self: cfg.Self, ClusterName: cfg.ClusterName, Engine: cfg.Engine, Bootstrap: bootstrap,
 		ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks, SyncLog: cfg.SyncLog,
-		Cert: cfg.Cert, LogRetentionBytes: cfg.LogRetentionBytes, Joiner: cfg.Joiner, Arbitrator: cfg.Arbitrator, Context: n.ctx, Logger: cfg.Logger,
+		ViewTimeoutTicks: max(int(ViewTimeout/cfg.TickInterval), 2*cfg.ElectionTicks), Cert: cfg.Cert, LogRetentionBytes: cfg.LogRetentionBytes, Joiner: cfg.Joiner, Arbitrator: cfg.Arbitrator, Context: n.ctx, Logger: cfg.Logger,
 		PrepareAheadBytes: prepareAheadBytes, Now: time.Now, Clock: clock, TickInterval: cfg.TickInterval, OnApplied: n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.finishRead, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
 	})
 	if err != nil {

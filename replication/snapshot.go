@@ -43,12 +43,12 @@ type snapshotData struct {
 }
 
 // replicationStateRanges are the keys of package replication that belong to
-// a node's replicated state: membership, cluster UUID and configuration
-// id, the raft configuration, and certification (horizon and records).
+// a node's replicated state: membership, cluster UUID, configuration
+// id and view, the raft configuration, and certification (horizon and records).
 // The raft log and hard state are the node's own.
 var replicationStateRanges = func() []storage.KeyRange {
 	var rs []storage.KeyRange
-	for _, p := range [][]byte{memberPrefix, keyClusterUUID, keyConfID, keyHorizon, keyConfState, certPrefix} {
+	for _, p := range [][]byte{memberPrefix, keyClusterUUID, keyConfID, keyView, keyHorizon, keyConfState, certPrefix} {
 		rs = append(rs, storage.KeyRange{Lo: p, Hi: prefixEnd(p)})
 	}
 	return rs

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -446,6 +447,15 @@ func (w *world) checkConverged() {
 		s := w.acked[id]
 		if !w.okAt[s] || w.wsAt[s] != id {
 			w.fail("acknowledged commit %v at seqno %d is not committed there", id, s)
+			return
+		}
+	}
+	// with every member up and connected since the quiet phase began,
+	// the last view (wsrep_cluster_size) holds every voter on every node
+	for _, n := range w.nodes {
+		st := n.core.Status()
+		if voters := slices.Sorted(slices.Values(st.Voters)); !slices.Equal(st.View, voters) {
+			w.fail("n%d's view is %x at seqno %d, the voters are %x", n.id, st.View, top, voters)
 			return
 		}
 	}
