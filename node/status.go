@@ -2,19 +2,27 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/certusdb/certus/replication"
 )
 
 // Local states, numbered as Galera numbers wsrep_local_state.
 const (
-	StateJoining = 1
-	StateDonor   = 2
-	StateJoined  = 3
-	StateSynced  = 4
+	// StateInitialized is a node outside the primary component (Galera's
+	// "Initialized": connected to no primary component). Scripts such as
+	// Percona's clustercheck route to a node only while it reports
+	// Synced (4).
+	StateInitialized = 0
+	StateJoining     = 1
+	StateDonor       = 2
+	StateJoined      = 3
+	StateSynced      = 4
 )
 
-var stateNames = map[int]string{StateJoining: "Joining", StateDonor: "Donor/Desynced", StateJoined: "Joined", StateSynced: "Synced"}
+var stateNames = map[int]string{StateInitialized: "Initialized", StateJoining: "Joining", StateDonor: "Donor/Desynced", StateJoined: "Joined", StateSynced: "Synced"}
 
 // syncedLag is how far (in seqnos) the applied position may trail the
 // commit index for the node to count as Synced.
@@ -28,6 +36,8 @@ func (n *Node) LocalState() (int, string) {
 	st := n.Repl.Status()
 	state := StateSynced
 	switch {
+	case !st.Primary:
+		state = StateInitialized
 	case !isMember(st.Voters, st.ID) && !isMember(st.Learners, st.ID):
 		state = StateJoining
 	case isMember(st.Learners, st.ID):
@@ -81,9 +91,10 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 	if !st.Primary {
 		clusterStatus = "non-Primary"
 	}
+	view := viewOf(st)
 	var addrs []string
 	for _, m := range st.Members {
-		if m.SQLAddr != "" {
+		if m.SQLAddr != "" && slices.Contains(view, m.ID) {
 			addrs = append(addrs, m.SQLAddr)
 		}
 	}
@@ -98,15 +109,15 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 		"wsrep_ready":                  onOff(st.Primary && (state == StateSynced || state == StateDonor && n.desync.Load())), // a desynced node still serves
 		"wsrep_connected":              onOff(st.Leader != 0 || len(st.Voters) > 0),
 		"wsrep_cluster_status":         clusterStatus,
-		"wsrep_cluster_size":           uint64(len(st.Voters)),
+		"wsrep_cluster_size":           uint64(len(view)),
 		"wsrep_cluster_conf_id":        st.ConfID,
 		"wsrep_cluster_state_uuid":     st.ClusterUUID,
 		"wsrep_local_state_uuid":       st.ClusterUUID,
-		"wsrep_cluster_weight":         uint64(len(st.Voters)),
+		"wsrep_cluster_weight":         uint64(len(view)),
 		"wsrep_local_state":            uint64(state),
 		"wsrep_local_state_comment":    comment,
 		"wsrep_last_committed":         st.Applied,
-		"wsrep_local_index":            localIndex(st.Voters, st.ID),
+		"wsrep_local_index":            localIndex(view, st.ID),
 		"wsrep_gcomm_uuid":             fmt.Sprintf("%016x", st.ID),
 		"wsrep_replicated":             stats.Replicated.Load(),
 		"wsrep_replicated_bytes":       stats.ReplicatedBytes.Load(),
@@ -153,6 +164,26 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 
 // Version is the Certus version reported by the node.
 var Version = "0.1.0"
+
+// viewOf returns the members of the node's view, as Galera's
+// wsrep_cluster_size counts them: the last view the leader ordered (the
+// voters it hears from; replication.Core's Views), less members removed
+// since; the node alone outside a primary component.
+func viewOf(st replication.Status) []uint64 {
+	if !st.Primary {
+		return []uint64{st.ID}
+	}
+	if st.View == nil {
+		return st.Voters
+	}
+	var view []uint64
+	for _, id := range st.View {
+		if slices.Contains(st.Voters, id) {
+			view = append(view, id)
+		}
+	}
+	return view
+}
 
 func localIndex(voters []uint64, id uint64) uint64 {
 	for i, v := range voters {

@@ -378,11 +378,21 @@ func TestPartitionedNodeTurnsNonPrimary(t *testing.T) {
 	if code := lone.Health(); code != 503 {
 		t.Fatalf("/health of the cut-off node = %d, want 503", code)
 	}
+	// as in Galera, the majority's view leaves the silent node out (after
+	// replication.ViewTimeout), and the cut-off node counts only itself
+	waitClusterSize(t, c.Nodes[0].DB(""), "2", 20*time.Second)
+	waitClusterSize(t, c.Nodes[1].DB(""), "2", 5*time.Second)
+	if size := clusterSize(t, ldb); size != "1" {
+		t.Fatalf("wsrep_cluster_size %s on the cut-off node, want 1", size)
+	}
 	for _, n := range c.Nodes {
 		fault(n, "heal=1")
 	}
 	if err := lone.WaitSynced(60 * time.Second); err != nil {
 		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		waitClusterSize(t, n.DB(""), "3", 10*time.Second)
 	}
 	var count int
 	mustExec(t, ldb, "SET SESSION wsrep_sync_wait=1")

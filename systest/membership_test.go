@@ -473,3 +473,19 @@ func TestLeave(t *testing.T) {
 func clusterSize(t *testing.T, db *sql.DB) string {
 	return qMap(t, db, "SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'")["wsrep_cluster_size"]
 }
+
+// waitClusterSize waits until the node reports wsrep_cluster_size want.
+func waitClusterSize(t *testing.T, db *sql.DB, want string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		size := clusterSize(t, db)
+		if size == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("wsrep_cluster_size %s after %v, want %s", size, timeout, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

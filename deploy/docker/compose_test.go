@@ -138,7 +138,9 @@ func TestComposeCluster(t *testing.T) {
 				t.Fatalf("insert while n3 is cut off: %v", err)
 			}
 		}
-		time.Sleep(12 * time.Second) // past the dead-peer timeout
+		// as in Galera, the others' view drops the silent member
+		s.waitPrimary("n1", 2, 15*time.Second)
+		time.Sleep(8 * time.Second) // past the dead-peer timeout
 		healed := time.Now()
 		s.heal("n3")
 		s.waitPrimary("n3", 3, 10*time.Second)
@@ -159,10 +161,12 @@ func TestComposeCluster(t *testing.T) {
 			t.Fatalf("insert while n2 is down: %v", err)
 		}
 	}
+	s.waitPrimary("n3", 2, 15*time.Second)
 	if out, err := s.compose("up", "-d", "n2"); err != nil {
 		t.Fatalf("restart n2: %v\n%s", err, out)
 	}
 	s.waitPrimary("n2", 3, time.Minute)
+	s.waitPrimary("n1", 3, 15*time.Second)
 	s.requireRows(nodes, next)
 }
 
