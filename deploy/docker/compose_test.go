@@ -1,9 +1,9 @@
 // Package docker_test checks the shipped image and compose file: it builds
 // the image with build.sh, starts docker-compose.yml's three nodes and
 // proxy (each node a host of its own on a private network), and uses them
-// from outside as an application and a DBA would, through network
-// partitions and a killed node. It is skipped where Docker or
-// docker-compose is missing.
+// from outside as an application and a DBA would, through a network
+// partition, a killed node and restarts of the whole cluster. It is
+// skipped where Docker or docker-compose is missing.
 package docker_test
 
 import (
@@ -168,6 +168,28 @@ func TestComposeCluster(t *testing.T) {
 	s.waitPrimary("n2", 3, time.Minute)
 	s.waitPrimary("n1", 3, 15*time.Second)
 	s.requireRows(nodes, next)
+
+	// the whole cluster, stopped cleanly or killed at once, comes back by
+	// itself (no node to bootstrap by hand, unlike Galera's
+	// safe_to_bootstrap) with every acknowledged commit
+	for _, stop := range [][]string{{"stop"}, {"kill"}} {
+		if out, err := s.compose(stop...); err != nil {
+			t.Fatalf("docker-compose %s: %v\n%s", stop[0], err, out)
+		}
+		for _, n := range append(nodes, "proxy") {
+			s.closeDB(n)
+		}
+		if out, err := s.compose("up", "-d"); err != nil {
+			t.Fatalf("docker-compose up after %s: %v\n%s", stop[0], err, out)
+		}
+		for _, n := range nodes {
+			s.waitPrimary(n, 3, time.Minute)
+		}
+		if err := insert("proxy"); err != nil {
+			t.Fatalf("insert through the proxy after docker-compose %s: %v", stop[0], err)
+		}
+		s.requireRows(nodes, next)
+	}
 }
 
 // compose runs docker-compose on the stack's project.
