@@ -5,6 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 tag=${1:-certus:latest}
+# a static link needs the static archives of ICU, libstdc++ and libc
+for lib in libicuuc.a libicui18n.a libicudata.a libstdc++.a libc.a; do
+  if [ "$(gcc -print-file-name=$lib 2>/dev/null)" = "$lib" ]; then
+    echo "build.sh: $lib not found: install gcc and libicu-dev (Debian: apt-get install gcc libicu-dev)" >&2
+    exit 2
+  fi
+done
 echo "building the static binary (a few minutes on two cores)..."
 CGO_ENABLED=1 go build -tags netgo,osusergo,timetzdata -trimpath \
   -ldflags '-s -w -linkmode external -extldflags "-static"' \
