@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,9 +21,22 @@ var ErrDuplicateName = errors.New("replication: a member with this name already 
 // leader's log to be promoted to a voter.
 const promoteLag = 64
 
+// errReplacing refuses, for now, a join that will replace a member (see
+// AddMember) while that member is still in the view; the joiner retries.
+var errReplacing = errors.New("replication: the member this node replaces is still in the view; waiting until it is silent")
+
 // AddMember adds m to the cluster as a learner (it catches up without
 // counting toward quorum; the leader promotes it to voter once it has) and
 // waits until this node has applied the change.
+//
+// A node that joins with the name and peer address of a member replaces
+// it: that is the member's host come back with an empty data dir (a lost
+// disk, a container whose volume was recreated), as a Galera node whose
+// data dir was wiped rejoins with a state transfer. The old member is
+// removed first, once the view shows it silent (its process cannot be
+// running: the new one holds its address), so a member the cluster still
+// hears from is never removed. Another node with a member's name is
+// refused (ErrDuplicateName).
 func (n *Node) AddMember(ctx context.Context, m Member) ([]Member, error) {
 	if m.ID == 0 {
 		return nil, errors.New("replication: member without id")
@@ -36,8 +50,19 @@ func (n *Node) AddMember(ctx context.Context, m Member) ([]Member, error) {
 				clash = &o
 			}
 		}
-		if clash != nil {
+		if clash != nil && clash.PeerAddr != m.PeerAddr {
 			return nil, fmt.Errorf("%w: node %q is member %016x (peer %s); remove it before adding a node with the same name", ErrDuplicateName, m.Name, clash.ID, clash.PeerAddr)
+		}
+		if clash != nil {
+			if view := n.core.Status().View; view == nil || slices.Contains(view, clash.ID) {
+				return nil, errReplacing
+			}
+			n.log.Info("replacing a member: a node with its name and address joins with an empty data dir",
+				"name", m.Name, "peer", m.PeerAddr, "old", fmt.Sprintf("%016x", clash.ID), "new", fmt.Sprintf("%016x", m.ID))
+			if err := n.RemoveMember(ctx, clash.ID); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if isMember && existing.PeerAddr == m.PeerAddr {
 			return n.Members(), nil

@@ -3,6 +3,7 @@ package systest
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -488,4 +489,56 @@ func waitClusterSize(t *testing.T, db *sql.DB, want string, timeout time.Duratio
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestReplaceLostNode: a node whose data dir was lost starts again under
+// its name and address with an empty one. It replaces its old self, once
+// the others no longer hear from that, and gets the data by state
+// transfer, as a Galera node with a wiped data dir does; before, the join
+// was refused (a member with that name exists) until an operator removed
+// the old member.
+func TestReplaceLostNode(t *testing.T) {
+	c := testcluster.StartCluster(t, 3)
+	db := c.Nodes[0].DB("")
+	mustExec(t, db, "CREATE DATABASE r")
+	mustExec(t, db, "CREATE TABLE r.t (id INT PRIMARY KEY)")
+	mustExec(t, db, "INSERT INTO r.t VALUES (1), (2)")
+	n3 := c.Nodes[2]
+	n3.Kill()
+	if err := os.RemoveAll(n3.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, "INSERT INTO r.t VALUES (3)")
+	n3.Start()
+	waitClusterSize(t, db, "3", 20*time.Second)
+	sw := conn(t, n3.DB(""))
+	xexec(t, sw, "SET SESSION wsrep_sync_wait = 1")
+	if n := qInt(t, sw, "SELECT COUNT(*) FROM r.t"); n != 3 {
+		t.Fatalf("the replacement node has %d rows, want 3", n)
+	}
+	var members []struct {
+		Name string `json:"name"`
+	}
+	st, err := c.Nodes[0].Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(st["members"])
+	if err := json.Unmarshal(b, &members); err != nil || len(members) != 3 {
+		t.Fatalf("members after the replacement: %s (%v), want n1, n2, n3", b, err)
+	}
+	requireIdentical(t, c)
+	// another node (another address) under a member's name is refused
+	imp := testcluster.NewNode(t, "n2", "--join", c.Nodes[0].PeerAddr)
+	if err := imp.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !logHas(imp, "a member with this name already exists") {
+		if time.Now().After(deadline) {
+			t.Fatalf("a second n2 was not refused:\n%s", imp.LogTail(20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitClusterSize(t, db, "3", 5*time.Second)
 }
