@@ -8,6 +8,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/transform"
+	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 )
@@ -21,12 +22,19 @@ import (
 // checkedIntArith computes them exactly instead, keeping go-mysql-server's
 // result type: where that type is BIGINT and MySQL's would be BIGINT
 // UNSIGNED (an unsigned operand with a signed one), a result past BIGINT
-// is 1690 too, never a wrong number.
+// is 1690 too, never a wrong number, and so is a negative one, as in MySQL:
+// `CAST(5 AS UNSIGNED) - 10` and `unsigned_col - 1` of 0 are "BIGINT
+// UNSIGNED value is out of range" (they were -5 and -1), unless sql_mode
+// has NO_UNSIGNED_SUBTRACTION (a subtraction is then signed).
 
 // checkedIntArith is an integer +, - or * checked for overflow.
 type checkedIntArith struct {
 	*expression.Arithmetic
 	unsigned bool // its type is BIGINT UNSIGNED
+	// unsignedOperand: an operand is unsigned, so MySQL's result is
+	// BIGINT UNSIGNED (whatever go-mysql-server's type) and may not be
+	// negative
+	unsignedOperand bool
 }
 
 // intArithOps are the operators checkedIntArith checks.
@@ -48,8 +56,16 @@ func checkIntArith(ctx *sql.Context, e sql.Expression) (sql.Expression, transfor
 				return e, transform.SameTree, nil
 			}
 		}
-		return &checkedIntArith{Arithmetic: a, unsigned: t == sqltypes.Uint64}, transform.NewTree, nil
+		return newCheckedIntArith(ctx, a), transform.NewTree, nil
 	})
+}
+
+func newCheckedIntArith(ctx *sql.Context, a *expression.Arithmetic) *checkedIntArith {
+	c := &checkedIntArith{Arithmetic: a, unsigned: a.Type(ctx).Type() == sqltypes.Uint64}
+	for _, o := range a.Children() {
+		c.unsignedOperand = c.unsignedOperand || types.IsUnsigned(o.Type(ctx))
+	}
+	return c
 }
 
 // WithChildren implements sql.Expression.
@@ -59,7 +75,7 @@ func (c *checkedIntArith) WithChildren(ctx *sql.Context, children ...sql.Express
 		return nil, err
 	}
 	if a, ok := n.(*expression.Arithmetic); ok {
-		return &checkedIntArith{Arithmetic: a, unsigned: a.Type(ctx).Type() == sqltypes.Uint64}, nil
+		return newCheckedIntArith(ctx, a), nil
 	}
 	return n, nil
 }
@@ -82,7 +98,7 @@ func (c *checkedIntArith) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 		if !lok || !rok {
 			return c.Arithmetic.Eval(ctx, row) // not two integers: as go-mysql-server does
 		}
-		return c.fit(c.bigResult(lb, rb))
+		return c.fit(ctx, c.bigResult(lb, rb))
 	}
 	var res int64
 	overflow := false
@@ -98,15 +114,25 @@ func (c *checkedIntArith) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 		overflow = li != 0 && (res/li != ri || li == -1 && ri == math.MinInt64 || ri == -1 && li == math.MinInt64)
 	}
 	if overflow {
-		return c.fit(c.bigResult(big.NewInt(li), big.NewInt(ri)))
+		return c.fit(ctx, c.bigResult(big.NewInt(li), big.NewInt(ri)))
+	}
+	if res < 0 && c.mayNotBeNegative(ctx) {
+		return nil, c.outOfRange(true)
 	}
 	if c.unsigned {
-		if res < 0 {
-			return nil, c.outOfRange()
-		}
 		return uint64(res), nil
 	}
 	return res, nil
+}
+
+// mayNotBeNegative reports whether MySQL's result is unsigned: the
+// operation's type is, or an operand is (but for a subtraction under
+// NO_UNSIGNED_SUBTRACTION).
+func (c *checkedIntArith) mayNotBeNegative(ctx *sql.Context) bool {
+	if c.unsigned {
+		return true
+	}
+	return c.unsignedOperand && !(c.Op == "-" && sql.LoadSqlMode(ctx).ModeEnabled("NO_UNSIGNED_SUBTRACTION"))
 }
 
 // bigResult is the exact result of the operation on l and r.
@@ -124,23 +150,27 @@ func (c *checkedIntArith) bigResult(l, r *big.Int) *big.Int {
 var maxUint64 = new(big.Int).SetUint64(math.MaxUint64)
 
 // fit returns res as the operation's type, or 1690 if it is out of range.
-func (c *checkedIntArith) fit(res *big.Int) (any, error) {
+func (c *checkedIntArith) fit(ctx *sql.Context, res *big.Int) (any, error) {
+	if res.Sign() < 0 && c.mayNotBeNegative(ctx) {
+		return nil, c.outOfRange(true)
+	}
 	if c.unsigned {
-		if res.Sign() < 0 || res.Cmp(maxUint64) > 0 {
-			return nil, c.outOfRange()
+		if res.Cmp(maxUint64) > 0 {
+			return nil, c.outOfRange(true)
 		}
 		return res.Uint64(), nil
 	}
 	if !res.IsInt64() {
-		return nil, c.outOfRange()
+		return nil, c.outOfRange(false)
 	}
 	return res.Int64(), nil
 }
 
-// outOfRange is MySQL's 1690 for this operation.
-func (c *checkedIntArith) outOfRange() error {
+// outOfRange is MySQL's 1690 for this operation, whose result is BIGINT
+// UNSIGNED or BIGINT.
+func (c *checkedIntArith) outOfRange(unsigned bool) error {
 	typ := "BIGINT"
-	if c.unsigned {
+	if unsigned {
 		typ = "BIGINT UNSIGNED"
 	}
 	return mysql.NewSQLError(mysql.ERDataOutOfRange, "22003", "%s value is out of range in '%s'", typ,

@@ -91,4 +91,27 @@ func TestIntegerOverflow(t *testing.T) {
 		t.Errorf("UPDATE b = b + 1 changed %d rows, want 1", n)
 	}
 	wantErr(t, tryExec(db, "UPDATE big SET b = b + 1 WHERE id = 1"), 1690, "22003")
+
+	// an unsigned operand makes the result BIGINT UNSIGNED, as in MySQL:
+	// a negative one is out of range (it was the negative number)
+	for _, q := range []string{
+		"SELECT u - 10 FROM big WHERE id = 2",
+		"SELECT CAST(5 AS UNSIGNED) - 10",
+		"SELECT u * -1 FROM big WHERE id = 2",
+		"SELECT u + (-8) FROM big WHERE id = 2",
+	} {
+		err := tryExec(db, q)
+		if code, _ := mysqlErr(err); code != 1690 || !strings.Contains(err.Error(), "BIGINT UNSIGNED value is out of range in") {
+			t.Errorf("%s: %v, want 1690 BIGINT UNSIGNED value is out of range", q, err)
+		}
+	}
+	wantErr(t, tryExec(db, "UPDATE big SET b = u - 8 WHERE id = 2"), 1690, "22003")
+	wantRows(t, "unsigned in range", qLines(t, db, "SELECT u - 7, u + (-7), -u + 1, u - b FROM big WHERE id = ?", 2),
+		[]string{"0|0|-6|11"}) // b is -4 since the UPDATE above
+	// NO_UNSIGNED_SUBTRACTION makes a subtraction signed
+	c := conn(t, db)
+	xexec(t, c, "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_UNSIGNED_SUBTRACTION')")
+	if n := qInt(t, c, "SELECT u - 10 FROM big WHERE id = 2"); n != -3 {
+		t.Errorf("u - 10 under NO_UNSIGNED_SUBTRACTION = %d, want -3", n)
+	}
 }
