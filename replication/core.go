@@ -139,7 +139,7 @@ type Core struct {
 	compactedAt          uint64              // applied seqno at the last compaction check
 	snapSent             map[uint64]snapSent // followers sent a snapshot (leader)
 	certPrunedTo         uint64              // certification records below it are deleted
-	viewHeard            map[uint64]uint64   // leader: the tick each voter was last heard from (nil: not leading)
+	viewHeard            map[uint64]uint64   // leader: the tick + 1 each member was last heard from (nil: not leading)
 	viewProposed         uint64              // leader: the tick of the last view proposal
 
 	stride atomic.Uint64 // AUTO_INCREMENT increment<<32 | offset, read at every statement

@@ -21,11 +21,10 @@ import (
 // CoreConfig.ViewTimeoutTicks (ViewTimeout on a Node; raft's RecentActive,
 // which a reply to anything sets) and, when that set differs from the last
 // view, proposes the new one; a member that answers again is back in the
-// next view at once. A view is an entry of
-// its own in the log, applied in order on every node like Galera's view
-// change: each node reports the same view at the same seqno, and every
-// view bumps wsrep_cluster_conf_id. It changes no data and never holds up
-// a write-set.
+// next view at once. A view is an entry of its own in the log, applied in
+// order on every node like Galera's view change: each node reports the
+// same view at the same seqno, and every view bumps wsrep_cluster_conf_id.
+// It changes no data and never holds up a write-set.
 
 // viewMagic starts an encoded view (write-sets start with "CWS1").
 var viewMagic = [4]byte{'C', 'V', 'W', '1'}
