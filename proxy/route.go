@@ -456,15 +456,10 @@ func (s *session) finish(c *backend.Conn, pl plan, res backend.Result) {
 	if s.diag != c {
 		s.releaseDiag()
 	}
-	// SHOW WARNINGS and the like must read them on this connection, and
-	// ROW_COUNT() the rows a write changed
-	wrote := res.Err == nil && pl.st.Kind == sqltext.Write && !pl.st.Query && res.ResultSets == 0
-	if (c.Conditions || wrote) && !c.Broken && s.pinned != c {
+	if c.Conditions && !c.Broken && s.pinned != c {
+		// SHOW WARNINGS and the like must read them on this connection
 		s.diag = c
 		return
-	}
-	if s.diag == c {
-		s.diag = nil // ROW_COUNT() read it: nothing left to read there
 	}
 	s.release(c)
 }

@@ -80,10 +80,10 @@ type Statement struct {
 	// session's last generated AUTO_INCREMENT value, which the connection
 	// it runs on must hold.
 	LastInsertID bool
-	// Diagnostics reads what the session's previous statement left on its
-	// connection (SHOW WARNINGS, SHOW ERRORS, SHOW COUNT(*) ...,
-	// @@warning_count, @@error_count, ROW_COUNT(), FOUND_ROWS()): it must
-	// run on the connection that ran that statement.
+	// Diagnostics reads the conditions the session's previous statement
+	// left (SHOW WARNINGS, SHOW ERRORS, SHOW COUNT(*) ..., @@warning_count,
+	// @@error_count): it must run on the connection that ran that
+	// statement.
 	Diagnostics bool
 }
 
@@ -215,7 +215,6 @@ func classifyRead(toks []token) Statement {
 				st.Sticky = true
 			case next == "(" && sessionFuncs[u]:
 				st.Kind = Write
-				st.Diagnostics = st.Diagnostics || u != "LAST_INSERT_ID"
 			}
 		}
 	}
