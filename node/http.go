@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,7 +132,7 @@ func memberDocs(st replication.Status) []MemberDoc {
 	var out []MemberDoc
 	for _, m := range st.Members {
 		out = append(out, MemberDoc{ID: hexID(m.ID), Name: m.Name, SQLAddr: m.SQLAddr, HTTPAddr: m.HTTPAddr,
-			PeerAddr: m.PeerAddr, Voter: isMember(st.Voters, m.ID), Arbitrator: m.Arbitrator})
+			PeerAddr: m.PeerAddr, Voter: slices.Contains(st.Voters, m.ID), Arbitrator: m.Arbitrator})
 	}
 	return out
 }

@@ -38,9 +38,9 @@ func (n *Node) LocalState() (int, string) {
 	switch {
 	case !st.Primary:
 		state = StateInitialized
-	case !isMember(st.Voters, st.ID) && !isMember(st.Learners, st.ID):
+	case !slices.Contains(st.Voters, st.ID) && !slices.Contains(st.Learners, st.ID):
 		state = StateJoining
-	case isMember(st.Learners, st.ID):
+	case slices.Contains(st.Learners, st.ID):
 		state = StateJoined
 	case st.Committed > st.Applied+syncedLag || !n.Repl.Recovered():
 		state = StateJoined
@@ -48,15 +48,6 @@ func (n *Node) LocalState() (int, string) {
 		state = StateDonor // as Galera shows wsrep_desync = ON
 	}
 	return state, stateNames[state]
-}
-
-func isMember(ids []uint64, id uint64) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // Healthy reports whether the node is Synced, in the primary component
