@@ -9,7 +9,8 @@ import (
 )
 
 // priorityBuilder is go-mysql-server's exec builder's priority builder:
-// it builds the few nodes whose answers Certus gives as MySQL does
+// it refuses foreign keys with SET DEFAULT (refuseSetDefault), builds the
+// few nodes whose answers Certus gives as MySQL does
 // (EXPLAIN, SHOW INDEX), corrects go-mysql-server's rows of SHOW COLUMNS
 // and SHOW TABLE STATUS (showcolumns.go), has base build a node whose expressions compare
 // a date with an integer with the integer read as a date (numericdate.go)
@@ -55,13 +56,17 @@ func (b *priorityBuilder) baseBuild(ctx *sql.Context, cp sql.Node, row sql.Row) 
 
 // exprRewrites are applied to the expressions of every node built, after
 // numericDates: MySQL's JSON paths (jsonpath.go), TIME values read as
-// strings (timetext.go) and integer overflow (intoverflow.go).
+// strings (timetext.go), integer overflow (intoverflow.go) and casts of
+// impossible dates (datecast.go).
 var exprRewrites = []func(*sql.Context, sql.Expression) (sql.Expression, transform.TreeIdentity, error){
-	mysqlJSONPaths, timeAsText, checkIntArith,
+	mysqlJSONPaths, timeAsText, checkIntArith, checkDateCasts,
 }
 
 // Build implements sql.NodeExecBuilder.
 func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.RowIter, error) {
+	if err := refuseSetDefault(n); err != nil {
+		return nil, err
+	}
 	if m, ok, err := withHiddenChecks(ctx, b.cat, n); ok || err != nil {
 		if err != nil {
 			return nil, err

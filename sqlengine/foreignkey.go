@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/plan"
 
 	"github.com/certusdb/certus/storage"
 )
@@ -18,6 +19,26 @@ import (
 // transactions, as Galera's shared keys do.
 
 var _ sql.ForeignKeyTable = (*Table)(nil)
+
+// refuseSetDefault refuses a foreign key with the SET DEFAULT action,
+// which MySQL parses but InnoDB does not support. go-mysql-server refuses
+// it while planning only under its own parser type, which Certus wraps
+// (intervalParser); the exec builder asks here instead.
+func refuseSetDefault(n sql.Node) error {
+	var fks []*sql.ForeignKeyConstraint
+	switch n := n.(type) {
+	case *plan.CreateTable:
+		fks = n.ForeignKeys()
+	case *plan.CreateForeignKey:
+		fks = append(fks, n.FkDef)
+	}
+	for _, fk := range fks {
+		if fk != nil && (fk.OnDelete == sql.ForeignKeyReferentialAction_SetDefault || fk.OnUpdate == sql.ForeignKeyReferentialAction_SetDefault) {
+			return sql.ErrForeignKeySetDefault.New()
+		}
+	}
+	return nil
+}
 
 // CreateIndexForForeignKey implements sql.ForeignKeyTable.
 func (t *Table) CreateIndexForForeignKey(ctx *sql.Context, idx sql.IndexDef) error {

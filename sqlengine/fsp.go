@@ -28,6 +28,10 @@ var fspFuncs = map[string]func(ctx *sql.Context, args []sql.Expression) int{
 	"utc_timestamp": askedFsp,
 	"from_unixtime": fromUnixtimeFsp,
 	"convert_tz":    convertTzFsp,
+	"date_add":      dateArithFsp,
+	"date_sub":      dateArithFsp,
+	"adddate":       dateArithFsp,
+	"subdate":       dateArithFsp,
 }
 
 // askedFsp is the precision given as the only argument, 0 without one.
@@ -91,18 +95,25 @@ func fspWraps() map[string]builtInWrap {
 			if err != nil {
 				return nil, err
 			}
-			return &fspFunc{Expression: e, fsp: rule(ctx, args), make: inner}, nil
+			return &fspFunc{Expression: e, fsp: rule(ctx, args), name: name}, nil
 		}
 	}
 	return wraps
 }
 
+// dateText is the type of a date function's string result, as MySQL
+// types it: a VARCHAR as long as a DATETIME(6)'s text, not go-mysql-server's
+// LONGTEXT.
+var dateText = types.MustCreateString(sqltypes.VarChar, 29, sql.Collation_Default)
+
 // fspFunc is a go-mysql-server DATETIME function typed with MySQL's
-// precision fsp (-1: its own type).
+// precision fsp (-1: its own type). Its one child is the function it
+// wraps, so that go-mysql-server's rules looking for DATE_ADD (such as the
+// check that an INTERVAL is only used in one) still find it.
 type fspFunc struct {
 	sql.Expression
 	fsp  int
-	make sql.Function
+	name string
 }
 
 var (
@@ -112,8 +123,12 @@ var (
 
 // Type implements sql.Expression.
 func (f *fspFunc) Type(ctx *sql.Context) sql.Type {
-	if f.fsp < 0 || !types.IsDatetimeType(f.Expression.Type(ctx)) {
-		return f.Expression.Type(ctx)
+	t := f.Expression.Type(ctx)
+	if types.IsText(t) {
+		return dateText // DATE_ADD of a string
+	}
+	if f.fsp < 0 || !types.IsDatetimeType(t) {
+		return t
 	}
 	return types.MustCreateDatetimeType(sqltypes.Datetime, f.fsp)
 }
@@ -131,17 +146,23 @@ func (f *fspFunc) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	return v, err
 }
 
+// Children implements sql.Expression.
+func (f *fspFunc) Children() []sql.Expression { return []sql.Expression{f.Expression} }
+
 // WithChildren implements sql.Expression.
 func (f *fspFunc) WithChildren(ctx *sql.Context, children ...sql.Expression) (sql.Expression, error) {
-	e, err := f.make.NewInstance(ctx, children)
-	if err != nil {
-		return nil, err
+	if len(children) != 1 {
+		return nil, sql.ErrInvalidChildrenNumber.New(f, len(children), 1)
 	}
-	return &fspFunc{Expression: e, fsp: fspFuncs[f.make.FunctionName()](ctx, children), make: f.make}, nil
+	e, fsp := children[0], f.fsp
+	if args := e.Children(); len(args) > 0 { // UTC_TIMESTAMP(n) shows none: n stays
+		fsp = fspFuncs[f.name](ctx, args)
+	}
+	return &fspFunc{Expression: e, fsp: fsp, name: f.name}, nil
 }
 
 // FunctionName implements sql.FunctionExpression.
-func (f *fspFunc) FunctionName() string { return f.make.FunctionName() }
+func (f *fspFunc) FunctionName() string { return f.name }
 
 // Description implements sql.FunctionExpression.
 func (f *fspFunc) Description() string {

@@ -92,7 +92,11 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 		AddPostAnalyzeRule(fixGroupConcatID, fixGroupConcat).
 		AddPostAnalyzeRule(exactSumsID, exactSums).
 		AddPostAnalyzeRule(timeAsTextID, timeAsTextRule).
-		AddOverrides(sql.EngineOverrides{CostedIndexScanExpressionFilter: betweenAsRange{}, SchemaFormatter: &schemaFormatter{}}).Build()
+		AddOverrides(sql.EngineOverrides{
+			CostedIndexScanExpressionFilter: betweenAsRange{},
+			SchemaFormatter:                 &schemaFormatter{},
+			Builder:                         sql.BuilderOverrides{Parser: intervalParser{sql.NewMysqlParser()}},
+		}).Build()
 	groupByChecksColumnsOnly(a)
 	a.ExecBuilder.PriorityBuilder = &priorityBuilder{base: a.ExecBuilder, cat: a.Catalog}
 	e := sqle.New(a, &sqle.Config{VersionPostfix: "Certus"})

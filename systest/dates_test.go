@@ -175,3 +175,82 @@ func TestTimeAsText(t *testing.T) {
 		t.Errorf("TRIM(SEC_TO_TIME(5)): %v, want an error without a stack", err)
 	}
 }
+
+// TestIntervalArithmetic checks `expr + INTERVAL`, `INTERVAL + expr` and
+// `expr - INTERVAL` typed and printed as MySQL's DATE_ADD and DATE_SUB,
+// which they are: a DATE plus days is a DATE (go-mysql-server made every
+// one a DATETIME: `2024-02-01 00:00:00`), a TIME plus hours a TIME (it
+// was today's date and time), a DATETIME(2) keeps its fraction and a
+// string stays a string; DATE_ADD of a DATETIME has its precision (it
+// printed six zeros). Also in a view, a join and a prepared statement,
+// and the answers were checked against MariaDB's.
+func TestIntervalArithmetic(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE ia (id INT PRIMARY KEY, d DATE, dt DATETIME, dt2 DATETIME(2), tm TIME, s VARCHAR(20))")
+	xexec(t, db, "INSERT INTO ia VALUES (1, '2024-01-31', '2024-01-31 10:11:12', '2024-01-31 10:11:12.34', '12:34:56', '2024-01-31')")
+	q := "SELECT d + INTERVAL 1 DAY, INTERVAL 1 YEAR + d, d - INTERVAL 1 MONTH, d + INTERVAL 2 HOUR, dt + INTERVAL 1 DAY, " +
+		"dt2 - INTERVAL 1 DAY, tm + INTERVAL 1 HOUR, s + INTERVAL 1 DAY, d + INTERVAL 1 DAY + INTERVAL 1 HOUR, " +
+		"DATE_ADD(dt, INTERVAL 1 MONTH), DATE_SUB(dt2, INTERVAL 1 SECOND), DATE_ADD(dt, INTERVAL 5 MICROSECOND) FROM ia"
+	want := "2024-02-01|2025-01-31|2023-12-31|2024-01-31 02:00:00|2024-02-01 10:11:12|" +
+		"2024-01-30 10:11:12.34|13:34:56|2024-02-01|2024-02-01 01:00:00|" +
+		"2024-02-29 10:11:12|2024-01-31 10:11:11.34|2024-01-31 10:11:12.000005"
+	wantAnswers(t, db, []answer{{q, want}})
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cts, err := rows.ColumnTypes()
+	rows.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, ct := range cts {
+		types = append(types, ct.DatabaseTypeName())
+	}
+	wantTypes := "DATE DATE DATE DATETIME DATETIME DATETIME TIME VARCHAR DATETIME DATETIME DATETIME DATETIME"
+	if got := strings.Join(types, " "); got != wantTypes {
+		t.Errorf("column types %s, want %s", got, wantTypes)
+	}
+	xexec(t, db, "CREATE VIEW iav AS SELECT id, d + INTERVAL 1 MONTH AS nm FROM ia")
+	wantAnswers(t, db, []answer{
+		{"SELECT nm FROM iav", "2024-02-29"},
+		{"SELECT a.d + INTERVAL 1 DAY FROM ia a JOIN ia b USING (id) WHERE b.d - INTERVAL 1 DAY < a.d", "2024-02-01"},
+		{"SELECT id FROM ia WHERE d + INTERVAL 1 DAY = '2024-02-01'", "1"},
+	})
+	if got := qStr(t, db, "SELECT d + INTERVAL ? DAY FROM ia", 2); got != "2024-02-02" {
+		t.Errorf("prepared d + INTERVAL ? DAY = %s, want 2024-02-02", got)
+	}
+	xexec(t, db, "UPDATE ia SET d = d + INTERVAL 1 DAY, dt = dt - INTERVAL 30 MINUTE")
+	wantAnswers(t, db, []answer{{"SELECT d, dt FROM ia", "2024-02-01|2024-01-31 09:41:12"}})
+	if err := tryExec(db, "SELECT INTERVAL 1 DAY - d FROM ia"); err == nil {
+		t.Error("INTERVAL 1 DAY - d succeeded, want an error")
+	}
+}
+
+// TestTimeArguments checks functions that read a TIME from a string, as
+// MySQL does (each was NULL): HOUR, MINUTE, SECOND, MICROSECOND and
+// TIME_TO_SEC of '10:11:12' or of a date and time, a negative TIME, and
+// CAST of a date and time to TIME; and CAST of a date past its month's
+// end, which is NULL with a warning (it was the 3rd of the month).
+func TestTimeArguments(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE ta (id INT PRIMARY KEY, tm TIME, dt DATETIME, d DATE)")
+	xexec(t, db, "INSERT INTO ta VALUES (1, '-01:30:00', '2024-01-31 10:11:12', '2024-01-31')")
+	wantAnswers(t, db, []answer{
+		{"SELECT HOUR('10:11:12'), MINUTE('10:11:12'), SECOND('10:11:12.5'), MICROSECOND('10:11:12.5'), HOUR('100:00:00'), HOUR('2024-01-31 22:01:02')",
+			"10|11|12|500000|100|22"},
+		{"SELECT TIME_TO_SEC('01:00:00'), TIME_TO_SEC('-01:00:00'), TIME_TO_SEC('10:00'), TIME_TO_SEC(tm), TIME_TO_SEC(dt), HOUR(tm), HOUR(d) FROM ta",
+			"3600|-3600|36000|-5400|36672|1|0"},
+		{"SELECT CAST('2024-01-31 10:11:12' AS TIME), CAST('2024-01-31 10:11:12.5' AS TIME), CAST(dt AS TIME), CAST('10:11' AS TIME) FROM ta",
+			"10:11:12|10:11:12|10:11:12|10:11:00"},
+		{"SELECT CAST('2024-02-30' AS DATE), CAST('2023-02-29 10:00:00' AS DATETIME), CAST('2024-02-29' AS DATE), CONVERT('2024-04-31', DATE)",
+			"NULL|NULL|2024-02-29|NULL"},
+		{"SELECT HOUR('x'), TIME_TO_SEC(NULL)", "NULL|NULL"},
+	})
+	c := conn(t, db)
+	qLines(t, c, "SELECT CAST('2024-02-30' AS DATE)")
+	if got := qLines(t, c, "SHOW WARNINGS"); len(got) != 1 || got[0] != "Warning|1292|Incorrect datetime value: '2024-02-30'" {
+		t.Errorf("warnings of CAST('2024-02-30' AS DATE): %q", got)
+	}
+}
