@@ -406,6 +406,10 @@ func (s *session) finish(c *backend.Conn, pl plan, res backend.Result) {
 		s.release(c)
 		return
 	}
+	s.rowCount = -1
+	if res.Err == nil && res.ResultSets == 0 {
+		s.rowCount = int64(res.OK.AffectedRows)
+	}
 	if res.Err == nil {
 		switch pl.st.Kind {
 		case sqltext.Use:

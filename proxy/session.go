@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"strconv"
 
 	"github.com/certusdb/certus/proxy/backend"
 	"github.com/certusdb/certus/proxy/mysqlproto"
@@ -52,6 +53,11 @@ type session struct {
 	// lastInsertID is the session's LAST_INSERT_ID(): the last
 	// AUTO_INCREMENT value one of its statements generated.
 	lastInsertID uint64
+	// rowCount is the session's ROW_COUNT(): the rows its last statement
+	// changed, -1 after a result set or an error. The proxy answers
+	// `SELECT ROW_COUNT()` with it: the connection that ran the statement
+	// may since have run another session's.
+	rowCount int64
 	// wrote: the session wrote since its last commit.
 	wrote bool
 	// causal is the seqno of the session's last commit: its reads run
@@ -297,7 +303,7 @@ func (s *session) reset() {
 		s.pinned = nil
 	}
 	s.releaseDiag()
-	s.sticky, s.wrote, s.lastInsertID = false, false, 0
+	s.sticky, s.wrote, s.lastInsertID, s.rowCount = false, false, 0, 0
 	s.vars = map[string]string{}
 	s.autocommit = true
 	s.stmts = map[uint32]*clientStmt{}
@@ -305,10 +311,36 @@ func (s *session) reset() {
 
 // query serves COM_QUERY.
 func (s *session) query(q string) error {
+	if col, ok := sqltext.RowCountQuery(q); ok {
+		return s.answerRowCount(col)
+	}
 	st := sqltext.Classify(q)
 	return s.run(plan{st: st, text: q, digest: sqltext.Digest(q), record: true}, func(c *backend.Conn) error {
 		return c.WriteCommand(mysqlproto.ComQuery, []byte(q))
 	}, s.relay)
+}
+
+// answerRowCount answers `SELECT ROW_COUNT()` with the session's own
+// count, in a column named col.
+func (s *session) answerRowCount(col string) error {
+	n := s.rowCount
+	s.rowCount = -1 // that was a result set
+	packets := [][]byte{
+		mysqlproto.AppendLenEnc(nil, 1),
+		mysqlproto.AppendColumn(nil, mysqlproto.Column{Name: col, Type: mysqlproto.TypeLongLong, Charset: 63, Length: 21,
+			Flags: mysqlproto.FlagNotNull | mysqlproto.FlagBinary}),
+	}
+	if s.caps&mysqlproto.CapDeprecateEOF == 0 {
+		packets = append(packets, mysqlproto.AppendEOF(nil, 0, s.status()))
+	}
+	packets = append(packets, mysqlproto.AppendLenEncString(nil, strconv.AppendInt(nil, n, 10)),
+		mysqlproto.AppendResultEnd(nil, mysqlproto.OK{Status: s.status()}, s.caps))
+	for _, p := range packets {
+		if err := s.c.WritePacket(p); err != nil {
+			return err
+		}
+	}
+	return s.c.Flush()
 }
 
 func (s *session) relay(c *backend.Conn) (backend.Result, error) { return c.Relay(s.c, s.caps, nil) }

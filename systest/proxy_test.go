@@ -181,6 +181,30 @@ func testProxyFoundRows(t *testing.T, c *testcluster.Cluster) {
 	if n := qInt(t, a, "SELECT ROW_COUNT()"); n != 0 {
 		t.Errorf("ROW_COUNT() after an UPDATE of no row = %d, want 0", n)
 	}
+	// two sessions' writes interleaved: each reads its own row count,
+	// although the pool may give the other session the connection its
+	// write ran on
+	b := conn(t, db)
+	for i := 0; i < 5; i++ {
+		xexec(t, a, "UPDATE found SET v = v + 1 WHERE id <= 2")
+		xexec(t, b, "UPDATE found SET v = v + 1 WHERE id = 4")
+		if n := qInt(t, a, "SELECT ROW_COUNT()"); n != 2 {
+			t.Fatalf("ROW_COUNT() after an UPDATE of 2 rows, another session's UPDATE of 1 between = %d, want 2", n)
+		}
+		if n := qInt(t, b, "select row_count() AS n;"); n != 1 {
+			t.Fatalf("ROW_COUNT() after an UPDATE of 1 row = %d, want 1", n)
+		}
+		if n := qInt(t, a, "SELECT ROW_COUNT()"); n != -1 {
+			t.Fatalf("ROW_COUNT() after SELECT ROW_COUNT() = %d, want -1", n)
+		}
+	}
+	if err := tryExec(b, "INSERT INTO found VALUES (1, 1)"); err == nil {
+		t.Fatal("duplicate INSERT succeeded")
+	}
+	if n := qInt(t, b, "SELECT ROW_COUNT()"); n != -1 {
+		t.Errorf("ROW_COUNT() after an error = %d, want -1", n)
+	}
+	mustExec(t, db, "UPDATE found SET v = id")
 	for i := 0; i < 3; i++ {
 		if n := qInt(t, a, "SELECT SQL_CALC_FOUND_ROWS id FROM found WHERE id > 1 ORDER BY id LIMIT 1"); n != 2 {
 			t.Fatalf("first row = %d, want 2", n)

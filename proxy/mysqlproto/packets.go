@@ -257,6 +257,38 @@ func AppendResultEnd(b []byte, ok OK, caps uint32) []byte {
 	return AppendEOF(b, ok.Warnings, ok.Status)
 }
 
+// Column is what a column definition (Protocol::ColumnDefinition41)
+// says of a column the proxy answers itself.
+type Column struct {
+	Name     string
+	Type     byte   // TypeLongLong, ...
+	Charset  uint16 // 63 (binary) for numbers
+	Length   uint32 // display width
+	Flags    uint16
+	Decimals byte
+}
+
+// Column types and flags of the columns the proxy answers itself.
+const (
+	TypeLongLong byte   = 0x08
+	FlagNotNull  uint16 = 1
+	FlagBinary   uint16 = 128
+)
+
+// AppendColumn appends the definition of col (catalog "def", no schema
+// or table).
+func AppendColumn(b []byte, col Column) []byte {
+	b = AppendLenEncString(b, []byte("def"))
+	b = append(b, 0, 0, 0) // schema, table, original table
+	b = AppendLenEncString(b, []byte(col.Name))
+	b = append(b, 0, 0x0c) // original name; length of the fixed fields
+	b = binary.LittleEndian.AppendUint16(b, col.Charset)
+	b = binary.LittleEndian.AppendUint32(b, col.Length)
+	b = append(b, col.Type)
+	b = binary.LittleEndian.AppendUint16(b, col.Flags)
+	return append(b, col.Decimals, 0, 0)
+}
+
 // ParseErr parses an ERR packet (protocol 4.1).
 func ParseErr(p []byte) (*Error, error) {
 	if len(p) < 3 || p[0] != HeaderErr {

@@ -330,3 +330,35 @@ func BoolValue(v string) (b, ok bool) {
 	}
 	return false, false
 }
+
+// RowCountQuery reports whether q is `SELECT ROW_COUNT()`, with or
+// without an alias and trailing semicolons, and gives the name of its
+// column: the alias, or the call as written.
+func RowCountQuery(q string) (column string, ok bool) {
+	toks := lex(q)
+	for len(toks) > 0 && toks[len(toks)-1].text == ";" {
+		toks = toks[:len(toks)-1]
+	}
+	if len(toks) < 4 || toks[0].upper() != "SELECT" || toks[1].kind != tokWord || toks[1].upper() != "ROW_COUNT" ||
+		toks[2].text != "(" || toks[3].text != ")" {
+		return "", false
+	}
+	alias := toks[4:]
+	if len(alias) == 2 && alias[0].kind == tokWord && alias[0].upper() == "AS" {
+		alias = alias[1:]
+	}
+	switch {
+	case len(alias) == 0:
+		return q[toks[1].start:toks[3].end], true
+	case len(alias) == 1 && alias[0].kind == tokString && len(alias[0].text) >= 2 && !strings.ContainsAny(alias[0].text, `\\`):
+		return alias[0].text[1 : len(alias[0].text)-1], true
+	case len(alias) == 1 && (alias[0].kind == tokQuoted || alias[0].kind == tokWord && !reservedAfterSelect[alias[0].upper()]):
+		return unquoteIdent(alias[0].text), true
+	}
+	return "", false
+}
+
+// reservedAfterSelect are the words that may follow a select list and
+// are not an alias (AS without one).
+var reservedAfterSelect = map[string]bool{"AS": true, "FROM": true, "WHERE": true, "INTO": true, "LIMIT": true, "FOR": true,
+	"UNION": true, "ORDER": true, "GROUP": true, "HAVING": true, "LOCK": true, "WINDOW": true}

@@ -143,3 +143,22 @@ func FuzzClassify(f *testing.F) {
 		_ = Digest(q)
 	})
 }
+
+func TestRowCountQuery(t *testing.T) {
+	for q, want := range map[string]string{
+		"SELECT ROW_COUNT()": "ROW_COUNT()", "select row_count();": "row_count()", "SELECT ROW_COUNT( ) AS n": "n",
+		"SELECT ROW_COUNT() `rows changed`": "rows changed", "SELECT ROW_COUNT() 'n'": "n", " /* c */ SELECT ROW_COUNT() AS `a``b`": "a`b",
+	} {
+		if got, ok := RowCountQuery(q); !ok || got != want {
+			t.Errorf("RowCountQuery(%q) = %q, %v; want %q", q, got, ok, want)
+		}
+	}
+	for _, q := range []string{
+		"SELECT ROW_COUNT() + 1", "SELECT ROW_COUNT(), 1", "SELECT ROW_COUNT() FROM t", "SELECT 'ROW_COUNT()'",
+		"SELECT ROW_COUNT(); SELECT 1", "SELECT ROW_COUNT() INTO @n", "SELECT ROW_COUNT() AS", "SELECT ROW_COUNT",
+	} {
+		if got, ok := RowCountQuery(q); ok {
+			t.Errorf("RowCountQuery(%q) = %q, true; want false", q, got)
+		}
+	}
+}
