@@ -23,7 +23,7 @@ var _ sql.ForeignKeyTable = (*Table)(nil)
 // refuseSetDefault refuses a foreign key with the SET DEFAULT action,
 // which MySQL parses but InnoDB does not support. go-mysql-server refuses
 // it while planning only under its own parser type, which Certus wraps
-// (intervalParser); the exec builder asks here instead.
+// (rewritingParser); the exec builder asks here instead.
 func refuseSetDefault(n sql.Node) error {
 	var fks []*sql.ForeignKeyConstraint
 	switch n := n.(type) {

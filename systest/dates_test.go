@@ -231,8 +231,9 @@ func TestIntervalArithmetic(t *testing.T) {
 // TestTimeArguments checks functions that read a TIME from a string, as
 // MySQL does (each was NULL): HOUR, MINUTE, SECOND, MICROSECOND and
 // TIME_TO_SEC of '10:11:12' or of a date and time, a negative TIME, and
-// CAST of a date and time to TIME; and CAST of a date past its month's
-// end, which is NULL with a warning (it was the 3rd of the month).
+// CAST of a date and time to TIME; CAST of a date past its month's end,
+// which is NULL with a warning (it was the 3rd of the month); and TIME(n)
+// columns, which go-mysql-server refused.
 func TestTimeArguments(t *testing.T) {
 	_, db := startNode(t, "n1", "d1")
 	xexec(t, db, "CREATE TABLE ta (id INT PRIMARY KEY, tm TIME, dt DATETIME, d DATE)")
@@ -248,6 +249,11 @@ func TestTimeArguments(t *testing.T) {
 			"NULL|NULL|2024-02-29|NULL"},
 		{"SELECT HOUR('x'), TIME_TO_SEC(NULL)", "NULL|NULL"},
 	})
+	// TIME(n) columns are accepted (go-mysql-server refused n < 6)
+	xexec(t, db, "CREATE TABLE tn (id INT PRIMARY KEY, a TIME(3), b TIME(0))")
+	xexec(t, db, "ALTER TABLE tn ADD COLUMN c TIME(2), MODIFY b TIME(1)")
+	xexec(t, db, "INSERT INTO tn VALUES (1, '10:11:12.5', '-01:00:00', '23:59:59')")
+	wantAnswers(t, db, []answer{{"SELECT TIME_TO_SEC(a), b, c FROM tn", "36672|-01:00:00|23:59:59"}})
 	c := conn(t, db)
 	qLines(t, c, "SELECT CAST('2024-02-30' AS DATE)")
 	if got := qLines(t, c, "SHOW WARNINGS"); len(got) != 1 || got[0] != "Warning|1292|Incorrect datetime value: '2024-02-30'" {

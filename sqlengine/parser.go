@@ -1,0 +1,107 @@
+package sqlengine
+
+import (
+	"context"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+)
+
+// rewritingParser is go-mysql-server's MySQL parser followed by the
+// rewrites Certus makes of what it parsed, before planning (the analyzer
+// skips its rules for simple SELECTs, and a result's type must be right
+// before the plan is built): interval arithmetic becomes DATE_ADD/DATE_SUB
+// (intervalarith.go), and a TIME(n) column a TIME column (timeColumns).
+// go-mysql-server refuses a foreign key's SET DEFAULT action only under
+// its own parser type: see refuseSetDefault.
+type rewritingParser struct{ sql.Parser }
+
+// ParseSimple implements sql.Parser.
+func (p rewritingParser) ParseSimple(query string) (ast.Statement, error) {
+	st, err := p.Parser.ParseSimple(query)
+	return rewriteParsed(query, st), err
+}
+
+// Parse implements sql.Parser.
+func (p rewritingParser) Parse(ctx *sql.Context, query string, multi bool) (ast.Statement, string, string, error) {
+	st, parsed, rest, err := p.Parser.Parse(ctx, query, multi)
+	return rewriteParsed(parsed, st), parsed, rest, err
+}
+
+// ParseWithOptions implements sql.Parser.
+func (p rewritingParser) ParseWithOptions(ctx context.Context, query string, delimiter rune, multi bool, options ast.ParserOptions) (ast.Statement, string, string, error) {
+	st, parsed, rest, err := p.Parser.ParseWithOptions(ctx, query, delimiter, multi, options)
+	return rewriteParsed(parsed, st), parsed, rest, err
+}
+
+// ParseOneWithOptions implements sql.Parser.
+func (p rewritingParser) ParseOneWithOptions(ctx context.Context, query string, options ast.ParserOptions) (ast.Statement, int, error) {
+	st, n, err := p.Parser.ParseOneWithOptions(ctx, query, options)
+	return rewriteParsed(query, st), n, err
+}
+
+// rewriteParsed rewrites st, parsed from text, in place and returns it.
+func rewriteParsed(text string, st ast.Statement) ast.Statement {
+	if st == nil {
+		return nil
+	}
+	intervalCalls(text, st)
+	timeColumns(st)
+	return st
+}
+
+// go-mysql-server has one TIME type, which keeps microseconds, and
+// refused a column of TIME(0) to TIME(5) with 1105 "TIME length not yet
+// supported", so a schema with a TIME(3) column could not be loaded.
+// timeColumns makes such a column a TIME, as a TIME column is already in
+// Certus: it stores the fraction given, where MySQL would round it to n
+// digits (docs/COMPAT.md).
+func timeColumns(st ast.Statement) {
+	switch st.(type) {
+	case *ast.DDL, *ast.AlterTable:
+	default:
+		return
+	}
+	walkAST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
+		if v.Kind() != reflect.Struct || !v.CanAddr() {
+			return
+		}
+		ct, ok := v.Addr().Interface().(*ast.ColumnType)
+		if !ok || ct.Length == nil || !strings.EqualFold(ct.Type, "time") {
+			return
+		}
+		if n, err := strconv.Atoi(string(ct.Length.Val)); err == nil && n >= 0 && n < 6 {
+			ct.Length = nil
+		}
+	})
+}
+
+// walkAST calls visit on every non-nil pointer and interface and every
+// struct under v (fields, slices, pointers, interfaces), then walks what
+// it holds then, so that visit may replace an interface's value first: in
+// `d + INTERVAL 1 DAY + INTERVAL 1 HOUR` both additions become calls.
+func walkAST(v reflect.Value, visit func(reflect.Value)) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		visit(v)
+		walkAST(v.Elem(), visit)
+	case reflect.Struct:
+		visit(v)
+		t := v.Type()
+		for i := 0; i < v.NumField(); i++ {
+			if t.Field(i).IsExported() {
+				walkAST(v.Field(i), visit)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			walkAST(v.Index(i), visit)
+		}
+	}
+}
