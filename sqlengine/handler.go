@@ -388,6 +388,11 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	if info.empty {
 		return ErrEmptyQuery
 	}
+	if s != nil {
+		// queries and DML never end a transaction (CHECK TABLE does)
+		s.noImplicitCommit, s.keepTxn = info.kind != 0 && !info.check, false
+		defer func() { s.noImplicitCommit, s.keepTxn = false, false }()
+	}
 	if s != nil && uint64(len(query)) > maxPacket(s) {
 		return ErrPacketTooLarge
 	}

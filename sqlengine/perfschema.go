@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/information_schema"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
@@ -46,20 +47,25 @@ func varTables(upper bool) []*varTable {
 	}
 }
 
-// infoSchema is go-mysql-server's information_schema with the four
-// tables (installed per engine, so other engines in the process, such as
+// infoSchema is go-mysql-server's information_schema with its VIEWS
+// replaced and the four tables (installed per engine, so other engines in the process, such as
 // the compatibility suite's reference harness, keep theirs as built).
 type infoSchema struct {
 	sql.Database
 	tables []*varTable
+	// views replaces go-mysql-server's VIEWS (infoviews.go)
+	views sql.Table
 }
 
 func withVarTables(db sql.Database) sql.Database {
-	return infoSchema{Database: db, tables: varTables(true)}
+	return infoSchema{Database: db, tables: varTables(true), views: newViewsTable()}
 }
 
 // GetTableInsensitive implements sql.Database.
 func (d infoSchema) GetTableInsensitive(ctx *sql.Context, name string) (sql.Table, bool, error) {
+	if strings.EqualFold(name, information_schema.ViewsTableName) {
+		return d.views, true, nil
+	}
 	for _, t := range d.tables {
 		if strings.EqualFold(t.name, name) {
 			return t, true, nil

@@ -68,6 +68,11 @@ type Session struct {
 	// the statement before the running one left, counted before
 	// go-mysql-server clears them (see noteDiagnostics).
 	diagCounts [2]int64
+	// noImplicitCommit: the running statement is one that never ends a
+	// transaction in MySQL (a query or DML), and keepTxn says that a
+	// commit go-mysql-server asked during it was refused (see
+	// CommitTransaction).
+	noImplicitCommit, keepTxn bool
 }
 
 var (
@@ -222,9 +227,22 @@ func (s *Session) StartTransaction(ctx *sql.Context, chr sql.TransactionCharacte
 
 // CommitTransaction implements sql.TransactionSession: the write-set is
 // replicated, certified and applied before it returns.
+//
+// go-mysql-server binds a view's CREATE VIEW statement to read the view
+// and keeps that statement's DDL flag for the query, so any statement
+// reading a view committed the open transaction, as DDL does: a ROLLBACK
+// after `INSERT ...; SELECT ... FROM v` kept the row, and mysqldump
+// --single-transaction lost its savepoint at the first view. A commit asked
+// while a query or DML statement runs inside an explicit transaction is
+// that flag, and is refused: the transaction goes on (keepTxn keeps
+// go-mysql-server from dropping it).
 func (s *Session) CommitTransaction(ctx *sql.Context, tx sql.Transaction) error {
 	t, ok := tx.(*Transaction)
 	if !ok || t == nil {
+		return nil
+	}
+	if s.noImplicitCommit && s.inExplicitTransaction() {
+		s.keepTxn = true
 		return nil
 	}
 	out, err := t.Commit(ctx)
@@ -243,6 +261,27 @@ func (s *Session) CommitTransaction(ctx *sql.Context, tx sql.Transaction) error 
 	}
 	s.temp.commit()
 	return nil
+}
+
+// inExplicitTransaction reports whether the session's transaction was
+// begun by START TRANSACTION or runs with autocommit off.
+func (s *Session) inExplicitTransaction() bool {
+	if s.GetIgnoreAutoCommit() {
+		return true
+	}
+	ac, err := s.GetSessionVariable(nil, sql.AutoCommitSessionVar)
+	return err == nil && !truthy(ac)
+}
+
+// SetTransaction implements sql.Session: go-mysql-server drops the
+// transaction after committing it, except after a commit refused (see
+// CommitTransaction).
+func (s *Session) SetTransaction(tx sql.Transaction) {
+	if tx == nil && s.keepTxn {
+		s.keepTxn = false
+		return
+	}
+	s.BaseSession.SetTransaction(tx)
 }
 
 // Rollback implements sql.TransactionSession.

@@ -393,6 +393,41 @@ func TestTxn(t *testing.T) {
 		}
 	})
 
+	// Reading a view inside a transaction committed it (go-mysql-server
+	// kept the DDL flag of the view's CREATE VIEW, bound to read it): the
+	// ROLLBACK kept the row, and a savepoint was gone. DDL still commits.
+	t.Run("ViewInTransaction", func(t *testing.T) {
+		xexec(t, db, "CREATE TABLE vt (id INT PRIMARY KEY)")
+		xexec(t, db, "CREATE VIEW vtv AS SELECT id FROM vt")
+		a := conn(t, db)
+		count := func() int64 { return qInt(t, db, "SELECT COUNT(*) FROM vt") }
+		for _, begin := range []string{"START TRANSACTION", "SET autocommit = 0"} {
+			xexec(t, a, begin)
+			xexec(t, a, "INSERT INTO vt VALUES (1)")
+			xexec(t, a, "SAVEPOINT s")
+			if n := qInt(t, a, "SELECT COUNT(*) FROM vtv"); n != 1 {
+				t.Fatalf("%s: the view shows %d rows, want the transaction's 1", begin, n)
+			}
+			xexec(t, a, "INSERT INTO vt SELECT id + 1 FROM vtv")
+			xexec(t, a, "ROLLBACK TO SAVEPOINT s")
+			if n := count(); n != 0 {
+				t.Fatalf("%s: another session sees %d rows before ROLLBACK", begin, n)
+			}
+			xexec(t, a, "ROLLBACK")
+			if n := count(); n != 0 {
+				t.Fatalf("%s: %d rows after ROLLBACK, want 0", begin, n)
+			}
+			xexec(t, a, "SET autocommit = 1")
+		}
+		xexec(t, a, "START TRANSACTION")
+		xexec(t, a, "INSERT INTO vt VALUES (2)")
+		xexec(t, a, "CREATE TABLE vt2 (id INT PRIMARY KEY)") // commits first
+		xexec(t, a, "ROLLBACK")
+		if n := count(); n != 1 {
+			t.Fatalf("%d rows after DDL and ROLLBACK, want the 1 the DDL committed", n)
+		}
+	})
+
 	t.Run("Savepoints", func(t *testing.T) {
 		xexec(t, db, "CREATE TABLE sp (id INT PRIMARY KEY, v INT NOT NULL)")
 		a := conn(t, db)
