@@ -123,6 +123,7 @@ var kindCodes = buildKindCodes([]struct {
 	{types.ErrLengthBeyondLimit, mysql.ERDataTooLong, "22001"},
 	{sql.ErrAmbiguousColumnName, mysql.ERNonUniq, "23000"},
 	{sql.ErrNoDatabaseSelected, mysql.ERNoDb, "3D000"},
+	{sql.ErrGeneratedColumnValue, 3105, "HY000"}, // ER_NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN
 	{sql.ErrValueOutOfRange, mysql.ERWarnDataOutOfRange, "22003"},
 	{sql.ErrIdentifierIsTooLong, mysql.ERTooLongIdent, "42000"},
 	{sql.ErrInvalidIdentifier, mysql.ERTooLongIdent, "42000"},

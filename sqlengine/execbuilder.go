@@ -67,6 +67,7 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 	if err := refuseSetDefault(n); err != nil {
 		return nil, err
 	}
+	emitDeferred(ctx)
 	if m, ok, err := withHiddenChecks(ctx, b.cat, n); ok || err != nil {
 		if err != nil {
 			return nil, err

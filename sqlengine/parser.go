@@ -14,42 +14,53 @@ import (
 // rewrites Certus makes of what it parsed, before planning (the analyzer
 // skips its rules for simple SELECTs, and a result's type must be right
 // before the plan is built): interval arithmetic becomes DATE_ADD/DATE_SUB
-// (intervalarith.go), and a TIME(n) column a TIME column (timeColumns).
+// (intervalarith.go), a TIME(n) column a TIME column (timeColumns), and
+// outside strict mode a value given for a generated column DEFAULT
+// (generatedDefaults).
 // go-mysql-server refuses a foreign key's SET DEFAULT action only under
 // its own parser type: see refuseSetDefault.
-type rewritingParser struct{ sql.Parser }
+type rewritingParser struct {
+	sql.Parser
+	p *Provider // the tables, for generatedDefaults
+}
 
 // ParseSimple implements sql.Parser.
 func (p rewritingParser) ParseSimple(query string) (ast.Statement, error) {
 	st, err := p.Parser.ParseSimple(query)
-	return rewriteParsed(query, st), err
+	return p.rewrite(nil, query, st), err
 }
 
 // Parse implements sql.Parser.
 func (p rewritingParser) Parse(ctx *sql.Context, query string, multi bool) (ast.Statement, string, string, error) {
 	st, parsed, rest, err := p.Parser.Parse(ctx, query, multi)
-	return rewriteParsed(parsed, st), parsed, rest, err
+	return p.rewrite(ctx, parsed, st), parsed, rest, err
 }
 
 // ParseWithOptions implements sql.Parser.
 func (p rewritingParser) ParseWithOptions(ctx context.Context, query string, delimiter rune, multi bool, options ast.ParserOptions) (ast.Statement, string, string, error) {
 	st, parsed, rest, err := p.Parser.ParseWithOptions(ctx, query, delimiter, multi, options)
-	return rewriteParsed(parsed, st), parsed, rest, err
+	sctx, _ := ctx.(*sql.Context)
+	return p.rewrite(sctx, parsed, st), parsed, rest, err
 }
 
 // ParseOneWithOptions implements sql.Parser.
 func (p rewritingParser) ParseOneWithOptions(ctx context.Context, query string, options ast.ParserOptions) (ast.Statement, int, error) {
 	st, n, err := p.Parser.ParseOneWithOptions(ctx, query, options)
-	return rewriteParsed(query, st), n, err
+	sctx, _ := ctx.(*sql.Context)
+	return p.rewrite(sctx, query, st), n, err
 }
 
-// rewriteParsed rewrites st, parsed from text, in place and returns it.
-func rewriteParsed(text string, st ast.Statement) ast.Statement {
+// rewrite rewrites st, parsed from text, in place and returns it. ctx is
+// the statement's context, or nil.
+func (p rewritingParser) rewrite(ctx *sql.Context, text string, st ast.Statement) ast.Statement {
 	if st == nil {
 		return nil
 	}
 	intervalCalls(text, st)
 	timeColumns(st)
+	if ins, ok := st.(*ast.Insert); ok && ctx != nil && p.p != nil {
+		p.p.generatedDefaults(ctx, ins)
+	}
 	return st
 }
 

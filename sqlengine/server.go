@@ -95,7 +95,7 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 		AddOverrides(sql.EngineOverrides{
 			CostedIndexScanExpressionFilter: betweenAsRange{},
 			SchemaFormatter:                 &schemaFormatter{},
-			Builder:                         sql.BuilderOverrides{Parser: rewritingParser{sql.NewMysqlParser()}},
+			Builder:                         sql.BuilderOverrides{Parser: rewritingParser{Parser: sql.NewMysqlParser(), p: p}},
 		}).Build()
 	groupByChecksColumnsOnly(a)
 	a.ExecBuilder.PriorityBuilder = &priorityBuilder{base: a.ExecBuilder, cat: a.Catalog}

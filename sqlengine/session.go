@@ -73,6 +73,10 @@ type Session struct {
 	// commit go-mysql-server asked during it was refused (see
 	// CommitTransaction).
 	noImplicitCommit, keepTxn bool
+	// deferred are warnings found while the statement was parsed, which
+	// go-mysql-server would clear after planning: the exec builder gives
+	// them to the statement (emitDeferred)
+	deferred []sql.Warning
 }
 
 var (
@@ -325,9 +329,27 @@ func (s *Session) ReleaseSavepoint(ctx *sql.Context, tx sql.Transaction, name st
 	return nil
 }
 
+// deferWarning keeps a warning for the running statement (see deferred).
+func (s *Session) deferWarning(code int, msg string) {
+	s.deferred = append(s.deferred, sql.Warning{Level: "Warning", Code: code, Message: msg})
+}
+
+// emitDeferred gives the statement the warnings deferred while parsing it.
+func emitDeferred(ctx *sql.Context) {
+	s, ok := ctx.Session.(*Session)
+	if !ok || len(s.deferred) == 0 {
+		return
+	}
+	for _, w := range s.deferred {
+		ctx.Warn(w.Code, "%s", w.Message)
+	}
+	s.deferred = nil
+}
+
 // CommandBegin implements sql.LifecycleAwareSession.
 func (s *Session) CommandBegin() error {
 	s.certFailed = false
+	s.deferred = nil
 	s.temp.newCommand()
 	if t, ok := s.GetTransaction().(*Transaction); ok && t != nil {
 		t.NewStatement()

@@ -32,6 +32,8 @@ func TestDumpAndRestore(t *testing.T) {
 		"INSERT INTO items (name, price, note, made) VALUES ('a', 1.50, 'it''s \"quoted\"', '2026-01-02 03:04:05'), ('b', NULL, NULL, NULL), ('ü', 2, 'line\\nbreak', '1999-12-31 23:59:59')",
 		"INSERT INTO tags VALUES (1, 'x'), (1, 'y'), (3, 'x')",
 		"CREATE VIEW cheap AS SELECT id, name FROM items WHERE price < 2",
+		"CREATE TABLE totals (id INT PRIMARY KEY, net DECIMAL(10,2), gross DECIMAL(10,2) AS (net * 1.2), twice DECIMAL(11,2) AS (net * 2) STORED)",
+		"INSERT INTO totals (id, net) VALUES (1, 10), (2, 200)",
 		"CREATE USER dumper IDENTIFIED BY 'pw'",
 		"GRANT SELECT, LOCK TABLES, SHOW VIEW, TRIGGER, EVENT ON shop.* TO dumper",
 		"CREATE DATABASE shopcopy",
@@ -53,6 +55,7 @@ func TestDumpAndRestore(t *testing.T) {
 		"SELECT id, name, price, note, made FROM %s.items ORDER BY id",
 		"SELECT item, tag FROM %s.tags ORDER BY item, tag",
 		"SELECT id, name FROM %s.cheap ORDER BY id",
+		"SELECT id, net, gross, twice FROM %s.totals ORDER BY id",
 	} {
 		want := qRows(t, db, q, "shop")
 		if got := qRows(t, db, q, "shopcopy"); got != want {
@@ -61,6 +64,8 @@ func TestDumpAndRestore(t *testing.T) {
 	}
 	// the restored table keeps its keys: a duplicate is still refused
 	wantErr(t, tryExec(db, "INSERT INTO shopcopy.tags VALUES (1, 'x')"), 1062, "23000")
+	// strict mode refuses a value for a generated column, as MySQL does
+	wantErr(t, tryExec(db, "INSERT INTO shopcopy.totals VALUES (3, 1, 1, 1)"), 3105, "HY000")
 }
 
 // qRows renders every row of the query format names with database dbName.
