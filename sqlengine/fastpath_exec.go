@@ -2,6 +2,7 @@ package sqlengine
 
 import (
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"sort"
 	"strings"
@@ -360,40 +361,69 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 	return true
 }
 
-// asciiWeights caches each collation's weights of the ASCII characters
-// (sql.CollationID -> *[utf8.RuneSelf]int32), so a sort does not weigh
-// them again.
-var asciiWeights sync.Map
+// runeWeights are a collation's rune weights, the ASCII characters' in a
+// table.
+type runeWeights struct {
+	ascii  [utf8.RuneSelf]int32
+	weight func(rune) int32
+}
+
+// weightsByCollation caches runeWeightsOf (sql.CollationID ->
+// *runeWeights), so a sort or a DISTINCT does not weigh ASCII again.
+var weightsByCollation sync.Map
+
+// runeWeightsOf returns coll's rune weights; coll must have a Sorter.
+func runeWeightsOf(coll sql.CollationID) *runeWeights {
+	if v, ok := weightsByCollation.Load(coll); ok {
+		return v.(*runeWeights)
+	}
+	w := &runeWeights{weight: coll.Sorter()}
+	for c := range w.ascii {
+		w.ascii[c] = w.weight(rune(c))
+	}
+	v, _ := weightsByCollation.LoadOrStore(coll, w)
+	return v.(*runeWeights)
+}
+
+// next is the weight of s's first rune and its length in bytes.
+func (w *runeWeights) next(s string) (int32, int) {
+	if s[0] < utf8.RuneSelf {
+		return w.ascii[s[0]], 1
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return w.weight(r), n
+}
+
+// appendWeights appends the weights of s's runes to buf, four bytes
+// each, little-endian (go-mysql-server's weight string), or fails on
+// malformed UTF-8 as go-mysql-server's hashing does.
+func (w *runeWeights) appendWeights(buf []byte, s string) ([]byte, error) {
+	for len(s) > 0 {
+		if s[0] >= utf8.RuneSelf {
+			if r, n := utf8.DecodeRuneInString(s); r == utf8.RuneError && n <= 1 {
+				return buf, sql.ErrCollationMalformedString.New("hashing")
+			}
+		}
+		wt, n := w.next(s)
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(wt))
+		s = s[n:]
+	}
+	return buf, nil
+}
 
 // weightCompare returns StringType.Compare for valid UTF-8 strings of
 // coll, which has rune weights: weights compared rune by rune, then the
 // shorter string first.
 func weightCompare(coll sql.CollationID) func(a, b string) int {
-	weight := coll.Sorter()
-	v, ok := asciiWeights.Load(coll)
-	if !ok {
-		t := new([utf8.RuneSelf]int32)
-		for c := range t {
-			t[c] = weight(rune(c))
-		}
-		v, _ = asciiWeights.LoadOrStore(coll, t)
-	}
-	ascii := v.(*[utf8.RuneSelf]int32)
-	next := func(s string) (int32, int) {
-		if s[0] < utf8.RuneSelf {
-			return ascii[s[0]], 1
-		}
-		r, n := utf8.DecodeRuneInString(s)
-		return weight(r), n
-	}
+	w := runeWeightsOf(coll)
 	return func(a, b string) int {
 		for len(a) > 0 && len(b) > 0 {
 			if a[0] == b[0] && a[0] < utf8.RuneSelf {
 				a, b = a[1:], b[1:]
 				continue
 			}
-			wa, na := next(a)
-			wb, nb := next(b)
+			wa, na := w.next(a)
+			wb, nb := w.next(b)
 			if wa != wb {
 				return cmp.Compare(wa, wb)
 			}
