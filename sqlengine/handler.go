@@ -256,7 +256,12 @@ func (h *Handler) addSession(id uint32, s *Session) {
 	h.mu.Unlock()
 }
 
+// session is c's session: the one its connection holds (see NewServer),
+// else the one registered under its id.
 func (h *Handler) session(c *mysql.Conn) *Session {
+	if s, ok := c.ClientData.(*Session); ok {
+		return s
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.sessions[c.ConnectionID]
@@ -525,6 +530,7 @@ func (h *Handler) NewConnection(c *mysql.Conn) {
 // ConnectionClosed implements mysql.Handler.
 func (h *Handler) ConnectionClosed(c *mysql.Conn) {
 	h.inner.ConnectionClosed(c)
+	c.ClientData = nil
 	h.mu.Lock()
 	delete(h.sessions, c.ConnectionID)
 	delete(h.conns, c.ConnectionID)

@@ -168,6 +168,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		sess := &Session{BaseSession: base, p: cfg.Provider}
 		if h != nil {
 			h.addSession(conn.ConnectionID, sess)
+			// the handler finds it there on every statement, without a lock
+			conn.ClientData = sess
 		}
 		return sess, nil
 	}
