@@ -16,9 +16,10 @@ import (
 // '2024-02-3' for the 3rd of February. checkedDateCast answers NULL for a
 // string whose day is past the end of its month, as MySQL does; any other
 // value is go-mysql-server's conversion (which refuses a month past 12
-// itself).
+// itself). CAST('2024-01-31 10:11:12' AS TIME) was NULL too: a string
+// holding a date and time is cast to its time of day.
 
-// checkedDateCast is a CAST or CONVERT to DATE or DATETIME.
+// checkedDateCast is a CAST or CONVERT to DATE, DATETIME or TIME.
 type checkedDateCast struct{ *expression.Convert }
 
 // checkDateCasts wraps the casts to DATE, DATETIME and TIME in e.

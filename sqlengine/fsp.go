@@ -15,7 +15,8 @@ import (
 // fractional seconds precision (fsp) MySQL gives their result:
 // UTC_TIMESTAMP() has the precision asked (0 without an argument),
 // FROM_UNIXTIME(n) 0 for an integer n (its decimals for a DECIMAL),
-// CONVERT_TZ(dt, ...) that of dt. go-mysql-server typed them DATETIME(6),
+// CONVERT_TZ(dt, ...) that of dt, DATE_ADD and its kin that of their
+// date (dateArithFsp). go-mysql-server typed them DATETIME(6),
 // so `SELECT FROM_UNIXTIME(ts)` printed `2023-11-14 22:13:20.000000` and
 // UTC_TIMESTAMP() its microseconds. The value is truncated to the
 // precision, as MySQL's is.

@@ -16,7 +16,8 @@ import (
 // go-mysql-server; any other is read as a TIME here (readTime), a string
 // holding a date and time as its time of day.
 
-// timePart is one of those functions: what it takes from a TIME.
+// timePart is one of those functions: what it takes from a TIME, and its
+// result's type.
 type timePart struct {
 	part func(t types.Timespan) any
 	typ  sql.Type
@@ -73,13 +74,9 @@ func (c *timePartCall) readsTime(ctx *sql.Context) bool {
 	return !datetime
 }
 
-// Type implements sql.Expression.
-func (c *timePartCall) Type(ctx *sql.Context) sql.Type {
-	if c.name == "time_to_sec" {
-		return c.typ // negative for a negative TIME
-	}
-	return c.Expression.Type(ctx)
-}
+// Type implements sql.Expression: go-mysql-server's type, but a signed
+// TIME_TO_SEC (negative for a negative TIME).
+func (c *timePartCall) Type(*sql.Context) sql.Type { return c.typ }
 
 // Eval implements sql.Expression.
 func (c *timePartCall) Eval(ctx *sql.Context, row sql.Row) (any, error) {
