@@ -15,7 +15,7 @@ import (
 // savepoints, statement-level rollback and AUTO_INCREMENT. All subtests
 // share one node; each uses its own table.
 func TestTxn(t *testing.T) {
-	_, db := startNode(t, "txn1", "txn")
+	n, db := startNode(t, "txn1", "txn")
 
 	// kv creates table name (id INT PRIMARY KEY, v INT) with rows
 	// id=1 v=10, id=2 v=20, ... (count rows).
@@ -419,12 +419,19 @@ func TestTxn(t *testing.T) {
 			}
 			xexec(t, a, "SET autocommit = 1")
 		}
+		// a qualified CREATE VIEW needs no database selected
+		nodb := n.DB("")
+		defer nodb.Close()
+		xexec(t, nodb, "CREATE VIEW txn.vtv2 AS SELECT id + 1 AS id FROM txn.vt")
 		xexec(t, a, "START TRANSACTION")
 		xexec(t, a, "INSERT INTO vt VALUES (2)")
 		xexec(t, a, "CREATE TABLE vt2 (id INT PRIMARY KEY)") // commits first
 		xexec(t, a, "ROLLBACK")
 		if n := count(); n != 1 {
 			t.Fatalf("%d rows after DDL and ROLLBACK, want the 1 the DDL committed", n)
+		}
+		if id := qInt(t, db, "SELECT id FROM vtv2"); id != 3 {
+			t.Fatalf("vtv2 shows %d, want 3", id)
 		}
 	})
 
