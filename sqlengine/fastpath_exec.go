@@ -343,22 +343,42 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 		first = 1
 	}
 	desc := f.Order == sql.Descending
-	slices.SortStableFunc(rows, func(a, b sql.Row) int {
-		x, y := a[i], b[i]
+	// pdqsort with the original position breaking ties is stable, with
+	// fewer comparisons and moves than slices.SortStableFunc's merges
+	keyed := make([]keyedRow, len(rows))
+	for n, row := range rows {
+		keyed[n] = keyedRow{row, n}
+	}
+	slices.SortFunc(keyed, func(a, b keyedRow) int {
+		x, y := a.row[i], b.row[i]
 		if desc {
 			x, y = y, x
 		}
+		c := 0
 		switch {
 		case x == nil && y == nil:
-			return 0
 		case x == nil:
-			return first
+			c = first
 		case y == nil:
-			return -first
+			c = -first
+		default:
+			c = compare(bytesOf(x), bytesOf(y))
 		}
-		return compare(bytesOf(x), bytesOf(y))
+		if c == 0 {
+			c = cmp.Compare(a.pos, b.pos)
+		}
+		return c
 	})
+	for n, k := range keyed {
+		rows[n] = k.row
+	}
 	return true
+}
+
+// keyedRow is a row and its position before sorting.
+type keyedRow struct {
+	row sql.Row
+	pos int
 }
 
 // runeWeights are a collation's rune weights, the ASCII characters' in a
