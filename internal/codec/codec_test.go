@@ -260,3 +260,28 @@ func FuzzKeyOrder(f *testing.F) {
 		check(types.LongBlob, sa, sb)
 	})
 }
+
+// TestSkipValueMatchesDecode skips every kind of encoded value and checks
+// it ends where decoding ends (numbers are skipped without decoding them).
+func TestSkipValueMatchesDecode(t *testing.T) {
+	ctx := context.Background()
+	for _, v := range []any{nil, int8(-3), int16(300), int32(-70000), int64(1) << 40, -1, uint8(200), uint16(60000),
+		uint32(1) << 31, uint64(1) << 63, uint(7), types.Timespan(-3600e6), float32(1.5), 2.25, "héllo", []byte{0, 1},
+		time.Date(2024, 2, 29, 1, 2, 3, 4000, time.UTC), decimal.RequireFromString("12.340")} {
+		enc, err := appendValue(ctx, nil, v)
+		if err != nil {
+			t.Fatalf("encode %v: %v", v, err)
+		}
+		enc = append(enc, 0xAB) // what follows
+		rest, err := skipValue(enc)
+		if err != nil || len(rest) != 1 || rest[0] != 0xAB {
+			t.Errorf("skip %T %v: rest %x, %v", v, v, rest, err)
+		}
+		if _, drest, err := decodeValue(enc, nil); err != nil || len(drest) != len(rest) {
+			t.Errorf("decode %T %v: rest %x, %v", v, v, drest, err)
+		}
+	}
+	if _, err := skipValue([]byte{tInt32}); err == nil {
+		t.Error("a number without its bytes skipped without an error")
+	}
+}

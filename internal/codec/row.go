@@ -247,6 +247,12 @@ func skipValue(data []byte) ([]byte, error) {
 				return nil, ErrCorruptRow
 			}
 			return data[1+n+int(l):], nil
+		case tInt8, tInt16, tInt32, tInt64, tInt, tTimespan, tUint8, tUint16, tUint32, tUint64, tUint:
+			// a varint either way (decoding would box the number)
+			if _, n := binary.Uvarint(data[1:]); n > 0 {
+				return data[1+n:], nil
+			}
+			return nil, ErrCorruptRow
 		}
 	}
 	_, rest, err := decodeValue(data, nil)
