@@ -1,6 +1,8 @@
 package sqlengine
 
 import (
+	"strings"
+
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/information_schema"
 	"github.com/dolthub/go-mysql-server/sql/plan"
@@ -67,21 +69,11 @@ func viewsRows(ctx *sql.Context, cat sql.Catalog) (sql.RowIter, error) {
 			if security == "" {
 				security = "DEFINER"
 			}
+			definer := strings.ReplaceAll(cv.Definer, "`", "") // `u`@`h` is u@h
 			rows = append(rows, sql.Row{db.CatalogName, db.SchemaName, v.Name, cv.Definition.TextDefinition,
-				checkOpt, updatable, unquoteDefiner(cv.Definer), security,
+				checkOpt, updatable, definer, security,
 				collation.CharacterSet().String(), collation.String()})
 		}
 	}
 	return sql.RowsToRowIter(rows...), nil
-}
-
-// unquoteDefiner is a definer without its backticks (`u`@`h` is u@h).
-func unquoteDefiner(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] != '`' {
-			out = append(out, s[i])
-		}
-	}
-	return string(out)
 }

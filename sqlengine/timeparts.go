@@ -25,19 +25,11 @@ type timePart struct {
 
 // timeParts are the functions by name.
 var timeParts = map[string]timePart{
-	"hour":        {func(t types.Timespan) any { return int32(absMicros(t) / int64(time.Hour/time.Microsecond)) }, types.Int32},
-	"minute":      {func(t types.Timespan) any { return int32(absMicros(t) / 60e6 % 60) }, types.Int32},
-	"second":      {func(t types.Timespan) any { return int32(absMicros(t) / 1e6 % 60) }, types.Int32},
-	"microsecond": {func(t types.Timespan) any { return uint64(absMicros(t) % 1e6) }, types.Uint64},
+	"hour":        {func(t types.Timespan) any { return int32(abs64(t.AsMicroseconds()) / 3600e6) }, types.Int32},
+	"minute":      {func(t types.Timespan) any { return int32(abs64(t.AsMicroseconds()) / 60e6 % 60) }, types.Int32},
+	"second":      {func(t types.Timespan) any { return int32(abs64(t.AsMicroseconds()) / 1e6 % 60) }, types.Int32},
+	"microsecond": {func(t types.Timespan) any { return uint64(abs64(t.AsMicroseconds()) % 1e6) }, types.Uint64},
 	"time_to_sec": {func(t types.Timespan) any { return t.AsMicroseconds() / 1e6 }, types.Int64},
-}
-
-// absMicros is t's length in microseconds, without its sign.
-func absMicros(t types.Timespan) int64 {
-	if m := t.AsMicroseconds(); m >= 0 {
-		return m
-	}
-	return -t.AsMicroseconds()
 }
 
 func init() {
