@@ -13,19 +13,19 @@ import (
 // with warning 1906, and its mysqldump (Debian's mysqldump) relies on that:
 // its INSERTs list every column's value, generated ones included, under
 // SQL_MODE='NO_AUTO_VALUE_ON_ZERO'. go-mysql-server refused them whatever
-// the mode, so such a dump could not be restored. generatedDefaults leaves
-// those columns out of the INSERT outside strict mode, with MariaDB's
+// the mode, so such a dump could not be restored. dropGeneratedValues
+// leaves those columns out of the INSERT outside strict mode, with MariaDB's
 // warning (go-mysql-server fails a DEFAULT for a generated column named
 // in the column list, so the columns go rather than get DEFAULT).
 
 // erGeneratedValueIgnored is MariaDB's ER_WARNING_NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN.
 const erGeneratedValueIgnored = 1906
 
-// generatedDefaults leaves the generated columns out of ins, values and
+// dropGeneratedValues leaves the generated columns out of ins, values and
 // all, when the session is not in strict mode. Its warnings wait in the
 // session until the INSERT runs (go-mysql-server clears the warnings
 // after planning).
-func (p *Provider) generatedDefaults(ctx *sql.Context, ins *ast.Insert) {
+func (p *Provider) dropGeneratedValues(ctx *sql.Context, ins *ast.Insert) {
 	var rows ast.Values
 	switch r := ins.Rows.(type) {
 	case ast.Values:

@@ -14,14 +14,15 @@ import (
 // rewrites Certus makes of what it parsed, before planning (the analyzer
 // skips its rules for simple SELECTs, and a result's type must be right
 // before the plan is built): interval arithmetic becomes DATE_ADD/DATE_SUB
-// (intervalarith.go), a TIME(n) column a TIME column (timeColumns), and
-// outside strict mode a value given for a generated column DEFAULT
-// (generatedDefaults).
+// (intervalarith.go), a TIME(n) column a TIME column (timeColumns), a
+// CREATE VIEW's table its view's name (viewDatabase), and outside strict
+// mode an INSERT's values for generated columns are left out
+// (dropGeneratedValues).
 // go-mysql-server refuses a foreign key's SET DEFAULT action only under
 // its own parser type: see refuseSetDefault.
 type rewritingParser struct {
 	sql.Parser
-	p *Provider // the tables, for generatedDefaults
+	p *Provider // the tables, for dropGeneratedValues
 }
 
 // ParseSimple implements sql.Parser.
@@ -60,7 +61,7 @@ func (p rewritingParser) rewrite(ctx *sql.Context, text string, st ast.Statement
 	timeColumns(st)
 	viewDatabase(st)
 	if ins, ok := st.(*ast.Insert); ok && ctx != nil && p.p != nil {
-		p.p.generatedDefaults(ctx, ins)
+		p.p.dropGeneratedValues(ctx, ins)
 	}
 	return st
 }
