@@ -45,7 +45,7 @@ var exprType = reflect.TypeOf((*ast.Expr)(nil)).Elem()
 // not interval arithmetic (or is one MySQL refuses, such as
 // `INTERVAL 1 DAY - d`, left for go-mysql-server to refuse).
 func intervalCall(be *ast.BinaryExpr) ast.Expr {
-	li, lok := be.Left.(*ast.IntervalExpr)
+	_, lok := be.Left.(*ast.IntervalExpr)
 	_, rok := be.Right.(*ast.IntervalExpr)
 	var name string
 	var date, interval ast.Expr
@@ -55,7 +55,7 @@ func intervalCall(be *ast.BinaryExpr) ast.Expr {
 	case be.Operator == ast.PlusStr && rok:
 		name, date, interval = "date_add", be.Left, be.Right
 	case be.Operator == ast.PlusStr && lok:
-		name, date, interval = "date_add", be.Right, li
+		name, date, interval = "date_add", be.Right, be.Left
 	case be.Operator == ast.MinusStr && rok:
 		name, date, interval = "date_sub", be.Left, be.Right
 	default:
