@@ -170,6 +170,37 @@ func (t *TCPTransport) closeLinkLocked(id uint64) {
 	}
 }
 
+// servedLinks counts the read links this node answers as a leader, read
+// directly for the reason readLinks are: a follower's request waited about
+// as long on the poller as on its own side.
+var servedLinks = directio.Group{PerProc: 16}
+
+// readDirectly moves inbound connection c, which just carried a read link
+// request, out of the poller (see readLinks) and returns the connection
+// to use from now on, or nil to keep c: when it is one already, when r
+// holds bytes read ahead (the next request comes through the poller and
+// is tried again), or when the socket cannot be moved. r reads from the
+// returned connection.
+func (t *TCPTransport) readDirectly(c net.Conn, r *bufio.Reader) *directio.Conn {
+	if _, ok := c.(*directio.Conn); ok || r.Buffered() > 0 {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	d := directio.New(c, &servedLinks)
+	if d == nil {
+		return nil
+	}
+	_ = d.SetWriteTimeout(linkWriteTimeout)
+	delete(t.inbound, c)
+	t.inbound[d] = struct{}{}
+	r.Reset(d)
+	return d
+}
+
 // answerReadIndex answers a read link request from member from on c: from
 // the lease at once, or else through raft. It returns false when c broke.
 func (t *TCPTransport) answerReadIndex(c net.Conn, from uint64, rctx []byte) bool {
@@ -181,7 +212,9 @@ func (t *TCPTransport) answerReadIndex(c net.Conn, from uint64, rctx []byte) boo
 		var b [16]byte
 		copy(b[:8], rctx)
 		binary.BigEndian.PutUint64(b[8:], idx)
-		_ = c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
+		if _, direct := c.(*directio.Conn); !direct { // else bounded by its write timeout
+			_ = c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
+		}
 		return frame.Write(c, frameReadIndexResp, b[:]) == nil
 	}
 	self := t.self

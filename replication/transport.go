@@ -352,16 +352,19 @@ func (t *TCPTransport) accept() {
 		go func() {
 			defer t.wg.Done()
 			t.serve(c)
-			t.mu.Lock()
-			delete(t.inbound, c)
-			t.mu.Unlock()
 		}()
 	}
 }
 
-// serve handles one inbound connection.
+// serve handles one inbound connection, listed in t.inbound, and takes it
+// off the list when it ends.
 func (t *TCPTransport) serve(c net.Conn) {
-	defer c.Close()
+	defer func() {
+		c.Close()
+		t.mu.Lock()
+		delete(t.inbound, c)
+		t.mu.Unlock()
+	}()
 	r := bufio.NewReaderSize(c, 64<<10)
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	typ, payload, err := frame.Read(r)
@@ -421,6 +424,9 @@ func (t *TCPTransport) serve(c net.Conn) {
 			if len(payload) != 8 {
 				t.log.Warn("closing peer connection: malformed read index request", "remote", c.RemoteAddr().String(), "len", len(payload))
 				return
+			}
+			if d := t.readDirectly(c, r); d != nil {
+				c = d
 			}
 			if !t.answerReadIndex(c, h.From, payload) {
 				return
