@@ -236,8 +236,12 @@ type Node struct {
 	readMu sync.Mutex
 	reads  readQueue // causal reads waiting for ReadIndex rounds
 
-	appliedMu sync.Mutex
-	appliedCh chan struct{}
+	// appliedCh is closed and replaced at every applied batch (the
+	// prepare workers watch it); WaitApplied's callers wait in
+	// appliedWaits for their own seqno.
+	appliedMu    sync.Mutex
+	appliedCh    chan struct{}
+	appliedWaits appliedWaits
 
 	ctx    context.Context // ends at Stop; ends a state transfer in progress
 	cancel context.CancelFunc
@@ -544,6 +548,7 @@ func (n *Node) applyLoop() {
 				close(n.appliedCh)
 				n.appliedCh = make(chan struct{})
 				n.appliedMu.Unlock()
+				n.appliedWaits.release(n.eng.Applied())
 			}
 			if err != nil {
 				n.log.Error("replication stopped: cannot apply", "err", err)

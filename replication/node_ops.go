@@ -304,20 +304,22 @@ func (n *Node) checkReadTimeout() {
 
 // WaitApplied blocks until the node has applied seqno.
 func (n *Node) WaitApplied(ctx context.Context, seqno uint64) error {
-	for {
-		n.appliedMu.Lock()
-		ch := n.appliedCh
-		n.appliedMu.Unlock()
-		if n.eng.Applied() >= seqno {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-n.stopc:
-			return ErrStopped
-		}
+	if n.eng.Applied() >= seqno {
+		return nil
+	}
+	ch := n.appliedWaits.add(seqno)
+	if n.eng.Applied() >= seqno { // applied before the wait was listed
+		n.appliedWaits.remove(ch)
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		n.appliedWaits.remove(ch)
+		return ctx.Err()
+	case <-n.stopc:
+		return ErrStopped
 	}
 }
 
