@@ -69,8 +69,10 @@ func (n *node) stop() {
 // clusterView adapts the node to sqlengine.Cluster (the wsrep functions).
 type clusterView struct{ n *node }
 
-func (c clusterView) Primary() bool                      { return c.n.repl.Primary() }
-func (c clusterView) SyncWait(ctx context.Context) error { return c.n.repl.SyncWait(ctx) }
+func (c clusterView) Primary() bool { return c.n.repl.Primary() }
+func (c clusterView) StartSyncWait() func(context.Context) error {
+	return c.n.repl.StartSyncWait()
+}
 func (c clusterView) WaitApplied(ctx context.Context, seqno uint64) error {
 	return c.n.repl.WaitApplied(ctx, seqno)
 }

@@ -418,8 +418,10 @@ func (n *Node) Stop() {
 // clusterView adapts the node to sqlengine.Cluster.
 type clusterView struct{ n *Node }
 
-func (c clusterView) Primary() bool                      { return c.n.Ready() }
-func (c clusterView) SyncWait(ctx context.Context) error { return c.n.Repl.SyncWait(ctx) }
+func (c clusterView) Primary() bool { return c.n.Ready() }
+func (c clusterView) StartSyncWait() func(context.Context) error {
+	return c.n.Repl.StartSyncWait()
+}
 func (c clusterView) WaitApplied(ctx context.Context, seqno uint64) error {
 	return c.n.Repl.WaitApplied(ctx, seqno)
 }

@@ -171,19 +171,28 @@ func answer(ws []*readWaiter, res readResult) {
 // asked over the read link to the leader when there is one, else through
 // raft.
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	return n.askReadIndex()(ctx)
+}
+
+// askReadIndex asks for the cluster's commit index as of the call and
+// returns the wait for the answer: the leader's own index from its lease
+// at once, else a share of a round (see ReadIndex).
+func (n *Node) askReadIndex() func(context.Context) (uint64, error) {
 	if idx, ok := n.core.LeaseRead(); ok {
-		return idx, nil
+		return func(context.Context) (uint64, error) { return idx, nil }
 	}
 	r := &readWaiter{ch: make(chan readResult, 1)}
 	n.readMu.Lock()
 	n.reads.add(r)
 	n.readMu.Unlock()
 	n.startRead(false)
-	select {
-	case res := <-r.ch:
-		return res.index, res.err
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	return func(ctx context.Context) (uint64, error) {
+		select {
+		case res := <-r.ch:
+			return res.index, res.err
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
 }
 
@@ -326,11 +335,24 @@ func (n *Node) WaitApplied(ctx context.Context, seqno uint64) error {
 // SyncWait waits until this node has applied everything committed in the
 // cluster when it was called (wsrep_sync_wait).
 func (n *Node) SyncWait(ctx context.Context) error {
-	idx, err := n.ReadIndex(ctx)
-	if err != nil {
-		return err
+	return n.StartSyncWait()(ctx)
+}
+
+// StartSyncWait starts a causal wait at the call and returns its end: a
+// call of the result waits until this node has applied everything
+// committed in the cluster when StartSyncWait was called. The question
+// to the leader travels meanwhile, so what the caller does in between
+// overlaps it (wsrep_sync_wait at BEGIN: the transaction's first read
+// waits). A result never called costs nothing more.
+func (n *Node) StartSyncWait() func(context.Context) error {
+	answer := n.askReadIndex()
+	return func(ctx context.Context) error {
+		idx, err := answer(ctx)
+		if err != nil {
+			return err
+		}
+		return n.WaitApplied(ctx, idx)
 	}
-	return n.WaitApplied(ctx, idx)
 }
 
 // syncLoop makes the log durable periodically when SyncLog is off.

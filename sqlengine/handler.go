@@ -24,9 +24,10 @@ import (
 type Cluster interface {
 	// Primary reports whether the node is in the primary component.
 	Primary() bool
-	// SyncWait waits until the node has applied everything committed in
-	// the cluster when it was called.
-	SyncWait(ctx context.Context) error
+	// StartSyncWait starts a causal wait; calling the result waits until
+	// the node has applied everything committed in the cluster when
+	// StartSyncWait was called.
+	StartSyncWait() func(context.Context) error
 	// WaitApplied waits until the node has applied seqno.
 	WaitApplied(ctx context.Context, seqno uint64) error
 	// ClusterUUID is the cluster's state UUID (the GTID's domain).
@@ -114,6 +115,7 @@ type stmtInfo struct {
 	drop         bool // DROP: a missing table is 1051, not 1146
 	empty        bool // no SQL at all (1065)
 	ddl          bool // CREATE, DROP, ALTER, RENAME, TRUNCATE
+	begin        bool // BEGIN, START TRANSACTION
 	flushStatus  bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, and nothing else
 	flushLogs    bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] [BINARY | ...] LOGS
 	diagnostics  bool // SHOW ERRORS / WARNINGS / COUNT(*) ...: read the session's conditions
@@ -203,6 +205,10 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{kind: kindRead, check: true}
 	case "USE", "ROLLBACK", "PREPARE", "DEALLOCATE", "QUIT":
 		return stmtInfo{nonPrimaryOK: true}
+	case "BEGIN":
+		return stmtInfo{begin: true}
+	case "START":
+		return stmtInfo{begin: lx.word() == "TRANSACTION"}
 	case "COMMIT":
 		return stmtInfo{commit: true}
 	case "DROP":
@@ -300,9 +306,49 @@ func (h *Handler) before(ctx context.Context, s *Session, info stmtInfo) error {
 	if !info.nonPrimaryOK && !h.cluster.Primary() {
 		return ErrNotPrimary
 	}
-	if s == nil || info.kind == 0 {
+	if s == nil {
 		return nil
 	}
+	s.beginWait = nil
+	if info.begin && syncWaitBits(s)&kindRead != 0 {
+		// As in Galera, BEGIN is a read for wsrep_sync_wait: the
+		// transaction sees what the cluster committed before it began.
+		// The wait starts here and ends at its first read (run hands it
+		// to the transaction), so the leader's answer travels while the
+		// client sends that read.
+		s.beginWait = h.cluster.StartSyncWait()
+		return nil
+	}
+	if info.kind == 0 || syncWaitBits(s)&info.kind == 0 {
+		return nil
+	}
+	var wait func(context.Context) error
+	if info.kind == kindRead && !info.locking {
+		if t, ok := s.GetTransaction().(*Transaction); ok && t != nil {
+			if t.SnapshotFixed() {
+				// a REPEATABLE READ transaction reads its snapshot
+				// whatever the node applies now: the wait could not
+				// change the result
+				return nil
+			}
+			wait, t.beginWait = t.beginWait, nil
+		}
+	}
+	if wait == nil {
+		wait = h.cluster.StartSyncWait()
+	}
+	if err := wait(ctx); err != nil {
+		if !h.cluster.Primary() {
+			return ErrNotPrimary
+		}
+		return ErrSyncWaitTimeout
+	}
+	return nil
+}
+
+// syncWaitBits is the session's wsrep_sync_wait, with bit 1 set when
+// wsrep_causal_reads is on.
+func syncWaitBits(s *Session) int {
 	bits := 0
 	if v, err := s.GetSessionVariable(nil, "wsrep_sync_wait"); err == nil {
 		if n, ok := asInt(v); ok {
@@ -312,23 +358,7 @@ func (h *Handler) before(ctx context.Context, s *Session, info stmtInfo) error {
 	if causal, err := s.GetSessionVariable(nil, "wsrep_causal_reads"); err == nil && truthy(causal) {
 		bits |= kindRead
 	}
-	if bits&info.kind == 0 {
-		return nil
-	}
-	if info.kind == kindRead && !info.locking {
-		if t, ok := s.GetTransaction().(*Transaction); ok && t != nil && t.SnapshotFixed() {
-			// a REPEATABLE READ transaction reads its snapshot whatever
-			// the node applies now: the wait could not change the result
-			return nil
-		}
-	}
-	if err := h.cluster.SyncWait(ctx); err != nil {
-		if !h.cluster.Primary() {
-			return ErrNotPrimary
-		}
-		return ErrSyncWaitTimeout
-	}
-	return nil
+	return bits
 }
 
 // retries is how often an autocommit statement that lost certification is
@@ -406,6 +436,16 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	}
 	if err := h.before(ctx, s, info); err != nil {
 		return ToSQLError(err)
+	}
+	if s != nil && s.beginWait != nil {
+		defer func() {
+			// go-mysql-server may start and commit an implicit transaction
+			// before the one BEGIN starts: the wait goes to the last
+			if t, ok := s.GetTransaction().(*Transaction); ok && t != nil && err == nil {
+				t.beginWait = s.beginWait
+			}
+			s.beginWait = nil
+		}()
 	}
 	h.syncAutoIncrement(s)
 	if s != nil && info.kind == kindRead {

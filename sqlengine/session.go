@@ -20,6 +20,9 @@ import (
 // Transaction is a session's transaction as go-mysql-server sees it.
 type Transaction struct {
 	*txn.Txn
+	// beginWait ends the causal wait its BEGIN started (wsrep_sync_wait):
+	// its first read that would wait calls it instead.
+	beginWait func(context.Context) error
 }
 
 var _ sql.Transaction = (*Transaction)(nil)
@@ -46,6 +49,9 @@ type Session struct {
 	// statement text.
 	modeQuery string
 	mode      txn.ReadMode
+	// beginWait is the causal wait the running BEGIN started, for the
+	// transaction it starts (see Handler.before and Handler.run).
+	beginWait func(context.Context) error
 	// autoIncStride is the cluster's AUTO_INCREMENT stride last given to
 	// the session's variables (0: none, or a SET ran since).
 	autoIncStride uint64

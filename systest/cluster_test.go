@@ -188,7 +188,8 @@ func transfer(ctx context.Context, db *sql.DB, from, to, amount int) error {
 }
 
 // TestReadYourWritesAcrossNodes commits on node 1 and reads at once on
-// node 2 with wsrep_sync_wait=1: no read may miss the write.
+// node 2 with wsrep_sync_wait=1: no read may miss the write, whether it
+// runs alone or first in a transaction (whose BEGIN starts the wait).
 func TestReadYourWritesAcrossNodes(t *testing.T) {
 	c := testcluster.StartCluster(t, 3)
 	db1 := c.Nodes[0].DB("")
@@ -213,14 +214,27 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 	if testing.Short() {
 		tries = 300
 	}
-	stale := 0
+	stale, waits := 0, 0
 	for i := 1; i <= tries; i++ {
 		if _, err := w.ExecContext(ctx, "UPDATE r SET v = ? WHERE id = 1", i); err != nil {
 			t.Fatal(err)
 		}
+		begin := []string{"", "BEGIN", "START TRANSACTION READ ONLY"}[i%3]
+		if begin != "" {
+			if i%10 == 1 { // a transaction that never reads leaves its wait unused
+				xexec(t, r, begin)
+				xexec(t, r, "COMMIT")
+				waits++
+			}
+			xexec(t, r, begin)
+		}
+		waits++
 		var v int
 		if err := r.QueryRowContext(ctx, "SELECT v FROM r WHERE id = 1").Scan(&v); err != nil {
 			t.Fatal(err)
+		}
+		if begin != "" {
+			xexec(t, r, "COMMIT")
 		}
 		if v != i {
 			stale++
@@ -233,6 +247,9 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 	// lease), not raft rounds
 	rounds, link, lease := qStatus(t, c.Nodes[1], "certus_sync_wait_rounds"), qStatus(t, c.Nodes[1], "certus_sync_wait_link_rounds"), qStatus(t, c.Nodes[1], "certus_sync_wait_lease_reads")
 	t.Logf("node 2: %d rounds, %d over the read link, %d reads from its lease", rounds, link, lease)
+	if rounds > int64(waits)+10 {
+		t.Fatalf("%d rounds for %d waits: a transaction's read did not take the wait its BEGIN started", rounds, waits)
+	}
 	if link+lease < int64(tries)/2 {
 		t.Fatalf("only %d of %d waits went over the read link or the lease", link+lease, tries)
 	}
