@@ -70,32 +70,57 @@ func SetGlobal(t Target, name string, value any) error {
 	return err
 }
 
-// CausalCost is scenario d: oltp_write_only on writer while oltp_read_only
-// runs on reader, whose sessions use wsrep_sync_wait = syncWait. A run
-// that sysbench ended early (a fatal error) is reported in err, with the
+// CausalCost is scenario d: oltp_write_only runs on writer throughout
+// while oltp_read_only runs on reader once per entry of syncWaits, in
+// that order, for o.Time each, its sessions using that wsrep_sync_wait.
+// Under one unbroken write load, settings that alternate share the drift
+// of a cluster taking writes (its tables and LSM grow, compactions come
+// and go), which separate runs read as a cost of causal reads. reads[i] is
+// the read run of syncWaits[i], writeTPS[i] the writer's throughput
+// meanwhile. A run that sysbench ended early is reported in err, with the
 // numbers it reached.
-func CausalCost(writer, reader Target, syncWait int, o SysbenchOpts) (read, write Result, err error) {
-	if err := SetGlobal(reader, "wsrep_sync_wait", syncWait); err != nil {
-		return read, write, err
-	}
+func CausalCost(writer, reader Target, syncWaits []int, o SysbenchOpts) (reads []Result, writeTPS []float64, err error) {
 	defer SetGlobal(reader, "wsrep_sync_wait", 0) //nolint:errcheck // best effort reset
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		write = Sysbench(writer, "oltp_write_only", "run", o)
-	}()
-	read = Sysbench(reader, "oltp_read_only", "run", o)
-	wg.Wait()
-	for _, r := range []struct {
-		name string
-		res  Result
-	}{{"oltp_read_only on the reader", read}, {"oltp_write_only on the writer", write}} {
-		if r.res.Failed {
-			err = errors.Join(err, fmt.Errorf("%s stopped early: %s", r.name, r.res.FailureReason))
+	// the writer outlasts the reads: each read run also connects and
+	// prepares, and the writer's own start takes a moment
+	wo := o
+	wo.Time = time.Duration(len(syncWaits))*(o.Time+3*time.Second) + 5*time.Second
+	started := time.Now()
+	done := make(chan Result, 1)
+	go func() { done <- Sysbench(writer, "oltp_write_only", "run", wo) }()
+	type span struct{ from, to time.Duration }
+	spans := make([]span, len(syncWaits))
+	for i, sw := range syncWaits {
+		if err := SetGlobal(reader, "wsrep_sync_wait", sw); err != nil {
+			<-done // no load left behind for what runs next
+			return reads, writeTPS, err
 		}
+		from := time.Since(started)
+		r := Sysbench(reader, "oltp_read_only", "run", o)
+		spans[i] = span{from, time.Since(started)}
+		if r.Failed {
+			err = errors.Join(err, fmt.Errorf("oltp_read_only with wsrep_sync_wait=%d stopped early: %s", sw, r.FailureReason))
+		}
+		reads = append(reads, r)
 	}
-	return read, write, err
+	write := <-done
+	if write.Failed {
+		err = errors.Join(err, fmt.Errorf("oltp_write_only on the writer stopped early: %s", write.FailureReason))
+	}
+	for _, sp := range spans {
+		// report k covers second k+1 of the writer's run
+		var sum float64
+		n := 0
+		for k := int(sp.from.Seconds()) + 1; k < int(sp.to.Seconds()) && k < len(write.PerSecond); k++ {
+			sum += write.PerSecond[k]
+			n++
+		}
+		if n > 0 {
+			sum /= float64(n)
+		}
+		writeTPS = append(writeTPS, sum)
+	}
+	return reads, writeTPS, err
 }
 
 // StaleResult is the outcome of the stale-read probe on one reader.

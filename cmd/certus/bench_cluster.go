@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,8 +36,9 @@ both and run, alternating which system goes first:
   b  all load on node 1: oltp_read_write, oltp_point_select, oltp_write_only
   c  load spread: one sysbench per node (threads/3 each): oltp_read_write, oltp_write_only
   d  causal-read cost: oltp_read_only on node 2 with wsrep_sync_wait 0 and 3
-     while oltp_write_only runs on node 1 (threads/2 each); each setting
-     twice, in the order 0, 3, 3, 0, and the means reported
+     while oltp_write_only runs on node 1 (threads/2 each); the settings
+     alternate 0, 3, 3, 0, 0, 3, 3, 0 (half the run time each) under one
+     write load, and the means are reported
   e  stale reads: commit on node 1, read at once on nodes 2 and 3, with
      wsrep_sync_wait 0 and 1, under oltp_write_only load on node 1
 
@@ -174,14 +176,17 @@ func scenarioC(systems []cluster3, opts bench.SysbenchOpts) {
 		bench.Table(ratioHeader(systems, []string{"workload", "threads"}, "tps", "qps", "errors/s"), rows))
 }
 
-// scenarioD runs each wsrep_sync_wait setting twice, in the order 0, 3,
-// 3, 0, and reports the means: the cluster's speed drifts over a run (the
-// write load grows the tables and the LSM), and a single run of each
-// setting read that drift as the cost of causal reads.
+// scenarioD alternates wsrep_sync_wait 0 and 3 in the order 0, 3, 3, 0,
+// 0, 3, 3, 0, runs of half the run time each, under one write load, and
+// reports the means per setting: the cluster's speed drifts under writes
+// (tables and LSM grow, compactions come and go), by more than causal
+// reads cost when each setting ran twice under a load of its own.
 func scenarioD(systems []cluster3, opts bench.SysbenchOpts) {
 	half := opts
 	half.Threads = max(1, opts.Threads/2)
+	half.Time = max(5*time.Second, opts.Time/2)
 	settings := []int{0, 3}
+	order := []int{0, 3, 3, 0, 0, 3, 3, 0}
 	type sums struct {
 		readQPS, readP95, writeTPS float64
 		failed                     bool // a run ended early: its share is what it reached
@@ -190,21 +195,22 @@ func scenarioD(systems []cluster3, opts bench.SysbenchOpts) {
 	for k := range total {
 		total[k] = make([]sums, len(systems))
 	}
-	for round, k := range []int{0, 1, 1, 0} {
-		sw := settings[k]
-		alternate(systems, round, func(i int, s cluster3) {
-			progress("d: %s, oltp_read_only on node 2 with wsrep_sync_wait=%d, oltp_write_only on node 1", s.name, sw)
-			read, write, err := bench.CausalCost(s.targets[0], s.targets[1], sw, half)
-			if err != nil {
-				progress("d: %s: %v", s.name, err)
-				total[k][i].failed = true
-			}
-			progress("d: %s, wsrep_sync_wait=%d: read %.0f qps, write %.0f tps", s.name, sw, read.QPS, write.TPS)
-			total[k][i].readQPS += read.QPS / 2
-			total[k][i].readP95 += read.P95Ms / 2
-			total[k][i].writeTPS += write.TPS / 2
-		})
-	}
+	alternate(systems, 0, func(i int, s cluster3) {
+		progress("d: %s, oltp_read_only on node 2 with wsrep_sync_wait %v, %s each, while oltp_write_only runs on node 1", s.name, order, half.Time)
+		reads, writes, err := bench.CausalCost(s.targets[0], s.targets[1], order, half)
+		if err != nil {
+			progress("d: %s: %v", s.name, err)
+		}
+		for j, r := range reads {
+			k := slices.Index(settings, order[j])
+			progress("d: %s, wsrep_sync_wait=%d: read %.0f qps, write %.0f tps", s.name, order[j], r.QPS, writes[j])
+			n := float64(len(order) / len(settings))
+			total[k][i].readQPS += r.QPS / n
+			total[k][i].readP95 += r.P95Ms / n
+			total[k][i].writeTPS += writes[j] / n
+			total[k][i].failed = total[k][i].failed || r.Failed
+		}
+	})
 	var rows [][]string
 	for k, sw := range settings {
 		row := []string{fmt.Sprint(sw)}
@@ -224,8 +230,8 @@ func scenarioD(systems []cluster3, opts bench.SysbenchOpts) {
 		}
 		rows = append(rows, appendRatio(row, reads, func(r bench.Result) float64 { return r.QPS }))
 	}
-	fmt.Printf("\nd. causal-read cost: oltp_read_only (%d threads) on node 2 while oltp_write_only (%d threads) runs on node 1; mean of two runs per setting, run in the order 0, 3, 3, 0\n\n%s",
-		half.Threads, half.Threads, bench.Table(ratioHeader(systems, []string{"wsrep_sync_wait"}, "read qps", "read p95 ms", "write tps", "read qps lost"), rows))
+	fmt.Printf("\nd. causal-read cost: oltp_read_only (%d threads) on node 2 while oltp_write_only (%d threads) runs on node 1; wsrep_sync_wait %v, %s each under one write load, means per setting\n\n%s",
+		half.Threads, half.Threads, order, half.Time, bench.Table(ratioHeader(systems, []string{"wsrep_sync_wait"}, "read qps", "read p95 ms", "write tps", "read qps lost"), rows))
 }
 
 func scenarioE(systems []cluster3, opts bench.SysbenchOpts, tries int, limit time.Duration) {
