@@ -332,18 +332,12 @@ func (n *Node) WaitApplied(ctx context.Context, seqno uint64) error {
 	}
 }
 
-// SyncWait waits until this node has applied everything committed in the
-// cluster when it was called (wsrep_sync_wait).
-func (n *Node) SyncWait(ctx context.Context) error {
-	return n.StartSyncWait()(ctx)
-}
-
-// StartSyncWait starts a causal wait at the call and returns its end: a
-// call of the result waits until this node has applied everything
-// committed in the cluster when StartSyncWait was called. The question
-// to the leader travels meanwhile, so what the caller does in between
-// overlaps it (wsrep_sync_wait at BEGIN: the transaction's first read
-// waits). A result never called costs nothing more.
+// StartSyncWait starts a causal wait (wsrep_sync_wait) at the call and
+// returns its end: a call of the result waits until this node has applied
+// everything committed in the cluster when StartSyncWait was called. The
+// question to the leader travels meanwhile, so what the caller does in
+// between overlaps it (at BEGIN: the transaction's first read waits). A
+// result never called costs nothing more.
 func (n *Node) StartSyncWait() func(context.Context) error {
 	answer := n.askReadIndex()
 	return func(ctx context.Context) error {
