@@ -2,6 +2,7 @@ package sqlengine
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -89,4 +90,84 @@ func dateArithFsp(ctx *sql.Context, args []sql.Expression) int {
 		return 6
 	}
 	return fsp // also ADDDATE(d, n): n days
+}
+
+// fractionalSeconds makes an interval of a fractional number of seconds
+// (`INTERVAL 1.5 SECOND`, `INTERVAL '1.5' SECOND`) the microseconds it is,
+// as MySQL counts it: go-mysql-server rounded the number to whole seconds
+// (2) and cut the string (1).
+func fractionalSeconds(text string, st ast.Statement) {
+	if !containsFold(text, "interval") {
+		return
+	}
+	walkAST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
+		if v.Kind() != reflect.Pointer || v.Type() != intervalType {
+			return
+		}
+		iv := v.Interface().(*ast.IntervalExpr)
+		if !strings.EqualFold(iv.Unit, "second") {
+			return
+		}
+		val, neg := iv.Expr, false
+		if u, ok := val.(*ast.UnaryExpr); ok && u.Operator == ast.UMinusStr {
+			val, neg = u.Expr, true
+		}
+		lit, ok := val.(*ast.SQLVal)
+		if !ok || lit.Type != ast.FloatVal && lit.Type != ast.StrVal {
+			return
+		}
+		micros, ok := decimalMicros(strings.TrimSpace(string(lit.Val)))
+		if !ok {
+			return
+		}
+		if micros < 0 {
+			micros, neg = -micros, !neg
+		}
+		var e ast.Expr = ast.NewIntVal([]byte(strconv.FormatInt(micros, 10)))
+		if neg {
+			e = &ast.UnaryExpr{Operator: ast.UMinusStr, Expr: e}
+		}
+		iv.Expr, iv.Unit = e, "microsecond"
+	})
+}
+
+// intervalType is the type of an INTERVAL expression in the AST.
+var intervalType = reflect.TypeOf((*ast.IntervalExpr)(nil))
+
+// decimalMicros is s, a decimal number of seconds with a fraction
+// ([+-]digits.digits), in microseconds (digits past the sixth dropped, as
+// MariaDB does); ok is
+// false for anything else (whole numbers, exponents, other text) and for
+// more than 12 digits before the point.
+func decimalMicros(s string) (int64, bool) {
+	neg := strings.HasPrefix(s, "-")
+	if neg || strings.HasPrefix(s, "+") {
+		s = s[1:]
+	}
+	whole, frac, found := strings.Cut(s, ".")
+	if !found || whole == "" && frac == "" || len(whole) > 12 || !allDigits(whole) || !allDigits(frac) {
+		return 0, false
+	}
+	var w int64
+	for _, c := range whole {
+		w = w*10 + int64(c-'0')
+	}
+	var f int64
+	for _, c := range (frac + "000000")[:6] {
+		f = f*10 + int64(c-'0')
+	}
+	m := w*1_000_000 + f
+	if neg {
+		m = -m
+	}
+	return m, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

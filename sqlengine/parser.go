@@ -14,7 +14,8 @@ import (
 // rewrites Certus makes of what it parsed, before planning (the analyzer
 // skips its rules for simple SELECTs, and a result's type must be right
 // before the plan is built): interval arithmetic becomes DATE_ADD/DATE_SUB
-// (intervalarith.go), a TIME(n) column a TIME column (timeColumns), a
+// and a fractional number of seconds microseconds (intervalarith.go), a
+// TIME(n) column a TIME column (timeColumns), a
 // CREATE VIEW's table its view's name (viewDatabase), and outside strict
 // mode an INSERT's values for generated columns are left out
 // (dropGeneratedValues).
@@ -58,6 +59,7 @@ func (p rewritingParser) rewrite(ctx *sql.Context, text string, st ast.Statement
 		return nil
 	}
 	intervalCalls(text, st)
+	fractionalSeconds(text, st)
 	timeColumns(st)
 	viewDatabase(st)
 	if ins, ok := st.(*ast.Insert); ok && ctx != nil && p.p != nil {

@@ -195,6 +195,14 @@ func TestIntervalArithmetic(t *testing.T) {
 		"2024-01-30 10:11:12.34|13:34:56|2024-02-01|2024-02-01 01:00:00|" +
 		"2024-02-29 10:11:12|2024-01-31 10:11:11.34|2024-01-31 10:11:12.000005"
 	wantAnswers(t, db, []answer{{q, want}})
+	// a fractional number of seconds counts its fraction, as in MySQL
+	// (MariaDB prints a number's own digits: 01.5), not rounded or cut
+	wantAnswers(t, db, []answer{{
+		"SELECT TIMESTAMP'2024-01-01 00:00:00' + INTERVAL 1.5 SECOND, DATE_ADD('2024-01-01 00:00:00', INTERVAL '1.5' SECOND), " +
+			"dt - INTERVAL 0.25 SECOND, DATE_ADD(dt, INTERVAL -1.5 SECOND), DATE_SUB(dt, INTERVAL '-0.000001' SECOND), DATE_ADD(d, INTERVAL 1.5 DAY) FROM ia",
+		"2024-01-01 00:00:01.500000|2024-01-01 00:00:01.500000|2024-01-31 10:11:11.750000|2024-01-31 10:11:10.500000|" +
+			"2024-01-31 10:11:12.000001|2024-02-02",
+	}})
 	rows, err := db.Query(q)
 	if err != nil {
 		t.Fatal(err)
