@@ -136,9 +136,8 @@ var intervalType = reflect.TypeOf((*ast.IntervalExpr)(nil))
 
 // decimalMicros is s, a decimal number of seconds with a fraction
 // ([+-]digits.digits), in microseconds (digits past the sixth dropped, as
-// MariaDB does); ok is
-// false for anything else (whole numbers, exponents, other text) and for
-// more than 12 digits before the point.
+// MariaDB does); ok is false for anything else (whole numbers, exponents,
+// other text) and for more than 12 digits before the point.
 func decimalMicros(s string) (int64, bool) {
 	neg := strings.HasPrefix(s, "-")
 	if neg || strings.HasPrefix(s, "+") {
@@ -163,6 +162,7 @@ func decimalMicros(s string) (int64, bool) {
 	return m, true
 }
 
+// allDigits reports whether s holds nothing but ASCII digits.
 func allDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
