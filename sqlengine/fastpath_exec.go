@@ -419,13 +419,16 @@ func (w *runeWeights) next(s string) (int32, int) {
 // malformed UTF-8 as go-mysql-server's hashing does.
 func (w *runeWeights) appendWeights(buf []byte, s string) ([]byte, error) {
 	for len(s) > 0 {
-		if s[0] >= utf8.RuneSelf {
-			if r, n := utf8.DecodeRuneInString(s); r == utf8.RuneError && n <= 1 {
-				return buf, sql.ErrCollationMalformedString.New("hashing")
-			}
+		if s[0] < utf8.RuneSelf {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(w.ascii[s[0]]))
+			s = s[1:]
+			continue
 		}
-		wt, n := w.next(s)
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(wt))
+		r, n := utf8.DecodeRuneInString(s)
+		if r == utf8.RuneError && n <= 1 {
+			return buf, sql.ErrCollationMalformedString.New("hashing")
+		}
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(w.weight(r)))
 		s = s[n:]
 	}
 	return buf, nil
