@@ -295,32 +295,31 @@ func (h *Handler) recoverPanic(err *error) {
 	}
 }
 
-// before runs the checks that precede a statement.
-func (h *Handler) before(ctx context.Context, s *Session, info stmtInfo) error {
+// before runs the checks that precede a statement. For a BEGIN that
+// starts a causal wait it returns the wait's end, for the transaction.
+func (h *Handler) before(ctx context.Context, s *Session, info stmtInfo) (began func(context.Context) error, err error) {
 	if !info.nonPrimaryOK && (rejectQueries.Load() || donorRejects.Load() && h.donating()) {
-		return ErrNotPrimary // wsrep_reject_queries, or a donor told to refuse: the node is in maintenance
+		return nil, ErrNotPrimary // wsrep_reject_queries, or a donor told to refuse: the node is in maintenance
 	}
 	if h.cluster == nil {
-		return nil
+		return nil, nil
 	}
 	if !info.nonPrimaryOK && !h.cluster.Primary() {
-		return ErrNotPrimary
+		return nil, ErrNotPrimary
 	}
 	if s == nil {
-		return nil
+		return nil, nil
 	}
-	s.beginWait = nil
 	if info.begin && syncWaitBits(s)&kindRead != 0 {
 		// As in Galera, BEGIN is a read for wsrep_sync_wait: the
 		// transaction sees what the cluster committed before it began.
 		// The wait starts here and ends at its first read (run hands it
 		// to the transaction), so the leader's answer travels while the
 		// client sends that read.
-		s.beginWait = h.cluster.StartSyncWait()
-		return nil
+		return h.cluster.StartSyncWait(), nil
 	}
 	if info.kind == 0 || syncWaitBits(s)&info.kind == 0 {
-		return nil
+		return nil, nil
 	}
 	var wait func(context.Context) error
 	if info.kind == kindRead && !info.locking {
@@ -329,7 +328,7 @@ func (h *Handler) before(ctx context.Context, s *Session, info stmtInfo) error {
 				// a REPEATABLE READ transaction reads its snapshot
 				// whatever the node applies now: the wait could not
 				// change the result
-				return nil
+				return nil, nil
 			}
 			wait, t.beginWait = t.beginWait, nil
 		}
@@ -339,11 +338,11 @@ func (h *Handler) before(ctx context.Context, s *Session, info stmtInfo) error {
 	}
 	if err := wait(ctx); err != nil {
 		if !h.cluster.Primary() {
-			return ErrNotPrimary
+			return nil, ErrNotPrimary
 		}
-		return ErrSyncWaitTimeout
+		return nil, ErrSyncWaitTimeout
 	}
-	return nil
+	return nil, nil
 }
 
 // syncWaitBits is the session's wsrep_sync_wait, with bit 1 set when
@@ -434,17 +433,17 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	if info.setGlobal && s != nil && !h.maySetGlobal(ctx, s, query) {
 		return ErrSetGlobalDenied
 	}
-	if err := h.before(ctx, s, info); err != nil {
+	began, err := h.before(ctx, s, info)
+	if err != nil {
 		return ToSQLError(err)
 	}
-	if s != nil && s.beginWait != nil {
+	if began != nil {
 		defer func() {
 			// go-mysql-server may start and commit an implicit transaction
 			// before the one BEGIN starts: the wait goes to the last
 			if t, ok := s.GetTransaction().(*Transaction); ok && t != nil && err == nil {
-				t.beginWait = s.beginWait
+				t.beginWait = began
 			}
-			s.beginWait = nil
 		}()
 	}
 	h.syncAutoIncrement(s)

@@ -49,9 +49,6 @@ type Session struct {
 	// statement text.
 	modeQuery string
 	mode      txn.ReadMode
-	// beginWait is the causal wait the running BEGIN started, for the
-	// transaction it starts (see Handler.before and Handler.run).
-	beginWait func(context.Context) error
 	// autoIncStride is the cluster's AUTO_INCREMENT stride last given to
 	// the session's variables (0: none, or a SET ran since).
 	autoIncStride uint64
