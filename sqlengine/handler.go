@@ -471,7 +471,7 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	if s != nil && info.ddl {
 		s.prepared = nil // a temporary table may now hide a table a statement named
 	}
-	left := retries(s, info)
+	left, lent := retries(s, info), false
 	for {
 		called := false
 		err = exec(info, &called)
@@ -481,6 +481,13 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 		if s != nil && s.certFailed && !called && left > 0 {
 			left--
 			continue
+		}
+		if !called && !lent && info.kind == kindRead {
+			if restore := lendDatabase(s, query, err); restore != nil {
+				lent = true
+				defer restore()
+				continue
+			}
 		}
 		se := h.recoveredPanic(ToSQLError(err))
 		if info.drop && se.Number() == mysql.ERNoSuchTable {
@@ -782,6 +789,10 @@ func (h *Handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, p
 		}
 	}
 	fields, err = h.inner.ComPrepare(ctx, c, query, prepare)
+	if restore := lendDatabase(s, query, err); restore != nil {
+		fields, err = h.inner.ComPrepare(ctx, c, query, prepare)
+		restore()
+	}
 	if err == nil && s != nil && h.fast != nil && h.recognized(s, query) {
 		if s.prepared == nil || len(s.prepared) >= maxPreparedPerSession {
 			s.prepared = map[string]preparedAnswer{}

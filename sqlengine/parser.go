@@ -71,8 +71,8 @@ func (p rewritingParser) rewrite(ctx *sql.Context, text string, st ast.Statement
 // viewDatabase gives a CREATE VIEW statement's table the view's name:
 // go-mysql-server takes the view's database from the table, which the
 // parser leaves empty, so with no database selected `CREATE VIEW db.v`
-// was 1046 "no database selected". (Reading a view with none selected
-// still is: go-mysql-server asks for the current database first.)
+// was 1046 "no database selected". (Reading one with none selected is
+// lentDatabase's.)
 func viewDatabase(st ast.Statement) {
 	if d, ok := st.(*ast.DDL); ok && d.ViewSpec != nil && d.Table.IsEmpty() {
 		d.Table = d.ViewSpec.ViewName

@@ -433,6 +433,17 @@ func TestTxn(t *testing.T) {
 		if id := qInt(t, db, "SELECT id FROM vtv2"); id != 3 {
 			t.Fatalf("vtv2 shows %d, want 3", id)
 		}
+		// and reading one does not either, as text or prepared
+		if id := qInt(t, nodb, "SELECT v.id FROM txn.vtv2 AS v JOIN txn.vt ON vt.id = v.id - 1"); id != 3 {
+			t.Fatalf("txn.vtv2 with no database selected shows %d, want 3", id)
+		}
+		if id := qInt(t, nodb, "SELECT id FROM txn.vtv2 WHERE id = ?", 3); id != 3 {
+			t.Fatalf("txn.vtv2 prepared with no database selected shows %d, want 3", id)
+		}
+		for _, q := range []string{"SELECT id FROM vtv2", "SELECT DATABASE(), id FROM txn.vtv2"} {
+			_, err := nodb.Exec(q)
+			wantErr(t, err, 1046, "3D000")
+		}
 	})
 
 	t.Run("Savepoints", func(t *testing.T) {
