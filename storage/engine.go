@@ -312,7 +312,7 @@ func (e *Engine) Close() error {
 	e.applyMu.Lock()
 	for id, st := range e.streams {
 		_ = st.settle(true)
-		st.a.b.Close()
+		st.discard()
 		e.setStream(id, nil)
 	}
 	e.applyMu.Unlock()
@@ -534,6 +534,9 @@ type Prepared struct {
 	delta    Digest            // the batch's change of the state digest
 	rejected error             // ErrApplyRejected: nothing of it applies
 	ahead    bool              // built by Prepare, before the write-set's turn
+	// files is b written out ahead for ingestion (a sealed streaming
+	// transaction's, see stream.writeAhead); nil: none
+	files *ingestFiles
 }
 
 // Close releases a prepared batch that will not be applied (it failed
@@ -542,6 +545,10 @@ func (p *Prepared) Close() {
 	if p.b != nil {
 		p.b.Close()
 		p.b = nil
+	}
+	if p.files != nil {
+		p.files.remove()
+		p.files = nil
 	}
 }
 
@@ -639,9 +646,6 @@ func (e *Engine) commitPrepared(seqno uint64, p *Prepared, extra, onReject []KV)
 		}
 		return ApplyResult{Rejected: p.rejected}, e.commit(b, seqno, nil, nil, Digest{})
 	}
-	if err := writeExtra(p.b, extra); err != nil {
-		return ApplyResult{}, err
-	}
 	if p.ahead {
 		// counters only grow between DDLs (which fail a write-set
 		// prepared ahead at certification): keep the raises still above
@@ -652,6 +656,18 @@ func (e *Engine) commitPrepared(seqno uint64, p *Prepared, extra, onReject []KV)
 			}
 		}
 	}
+	if p.files != nil {
+		// the rows are written out: what the commit adds goes beside them
+		b := e.db.NewBatch()
+		defer b.Close()
+		if err := writeExtra(b, extra); err != nil {
+			return ApplyResult{}, err
+		}
+		return ApplyResult{}, e.commitOver(b, p, seqno, p.cat, p.auto, p.delta)
+	}
+	if err := writeExtra(p.b, extra); err != nil {
+		return ApplyResult{}, err
+	}
 	return ApplyResult{}, e.commit(p.b, seqno, p.cat, p.auto, p.delta)
 }
 
@@ -659,6 +675,15 @@ func (e *Engine) commitPrepared(seqno uint64, p *Prepared, extra, onReject []KV)
 // seqno, catalog, AUTO_INCREMENT counters and state digest (changed by
 // delta, the batch's own change) atomically for readers.
 func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[uint64]uint64, delta Digest) error {
+	return e.commitOver(b, nil, seqno, cat, auto, delta)
+}
+
+// commitOver is commit of b together with the rows of over (nil: none), a
+// batch written out as files ahead (Prepared.files): b's files and those
+// are ingested at once. Should they not go together (b writes a key space
+// they hold) or the ingestion fail, b joins over's batch, committed the
+// usual way.
+func (e *Engine) commitOver(b *pebble.Batch, over *Prepared, seqno uint64, cat *Catalog, auto map[uint64]uint64, delta Digest) error {
 	if seqno <= e.applied.Load() {
 		return fmt.Errorf("storage: apply of seqno %d after %d", seqno, e.applied.Load())
 	}
@@ -691,9 +716,29 @@ func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[ui
 		return err
 	}
 	var files *ingestFiles
-	if len(b.Repr()) >= e.ingestBytes {
+	// join makes b part of over's batch, which is then committed alone
+	join := func() error {
+		if over == nil || b == over.b {
+			return nil
+		}
+		if err := over.b.Apply(b, nil); err != nil {
+			return err
+		}
+		b = over.b
+		return nil
+	}
+	if over != nil {
+		files = e.filesBeside(b, over.files, seqno)
+		over.files = nil // ingested or removed with files, or removed
+		if files == nil {
+			if err := join(); err != nil {
+				return err
+			}
+		}
+	}
+	if files == nil && len(b.Repr()) >= e.ingestBytes {
 		var err error
-		files, err = e.writeIngestFiles(b, fmt.Sprintf("seqno-%d", seqno))
+		files, err = e.writeIngestFiles(b, fmt.Sprintf("seqno-%d", seqno), nil)
 		if err != nil && !errors.Is(err, errNotIngestible) {
 			return err
 		}
@@ -706,6 +751,9 @@ func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[ui
 	}()
 	if e.rows != nil {
 		e.rows.invalidate(b)
+		if over != nil && b != over.b {
+			e.rows.invalidate(over.b)
+		}
 	}
 	// The raft log, written before apply, is what makes a commit durable;
 	// the data batch rides on the next WAL sync.
@@ -714,6 +762,9 @@ func (e *Engine) commit(b *pebble.Batch, seqno uint64, cat *Catalog, auto map[ui
 			// an ingestion fails whole: commit the batch the usual way
 			e.opts.Logger.Errorf("storage: ingesting the %d-byte batch of seqno %d failed, committing it through the WAL: %v", len(b.Repr()), seqno, err)
 			files = nil
+			if err := join(); err != nil {
+				return err
+			}
 		}
 	}
 	if files == nil {

@@ -32,6 +32,10 @@ const ingestDir = "ingest"
 // not translate (a range deletion); it is committed the usual way.
 var errNotIngestible = errors.New("storage: batch cannot be ingested")
 
+// ingestCheckKeys is how many keys writeIngestFiles writes between calls
+// of its every.
+const ingestCheckKeys = 1 << 14
+
 // batchEntry is one operation of a batch, in the batch's memory.
 type batchEntry struct {
 	key, value []byte
@@ -41,8 +45,36 @@ type batchEntry struct {
 
 // ingestFiles are the sstables one batch was written as, ready to ingest.
 type ingestFiles struct {
-	fs    vfs.FS
-	paths []string
+	fs     vfs.FS
+	paths  []string
+	spaces []byte // the key space of each file
+}
+
+// only reports whether every file holds keys of space.
+func (f *ingestFiles) only(space byte) bool {
+	for _, s := range f.spaces {
+		if s != space {
+			return false
+		}
+	}
+	return true
+}
+
+// filesBeside writes b as files to be ingested together with over, b's
+// rows written out ahead, and returns both sets as one. It returns nil,
+// and removes over's files, when b cannot be written so or writes a key
+// space over holds (files ingested together must not overlap).
+func (e *Engine) filesBeside(b *pebble.Batch, over *ingestFiles, seqno uint64) *ingestFiles {
+	own, err := e.writeIngestFiles(b, fmt.Sprintf("seqno-%d", seqno), nil)
+	if err == nil && slices.ContainsFunc(own.spaces, func(s byte) bool { return slices.Contains(over.spaces, s) }) {
+		own.remove()
+		err = errNotIngestible
+	}
+	if err != nil {
+		over.remove()
+		return nil
+	}
+	return &ingestFiles{fs: over.fs, paths: append(over.paths, own.paths...), spaces: append(over.spaces, own.spaces...)}
 }
 
 // remove deletes the files (pebble linked its own copies when it ingested
@@ -57,8 +89,9 @@ func (f *ingestFiles) remove() {
 // sstables: one per key space (the first byte of the key), so each file's
 // bounds are as tight as its contents and the rows of a big write-set do
 // not overlap the raft log's or the metadata's files. name distinguishes
-// the files of concurrent callers.
-func (e *Engine) writeIngestFiles(b *pebble.Batch, name string) (*ingestFiles, error) {
+// the files of concurrent callers. every, when not nil, is called after
+// every ingestCheckKeys keys written.
+func (e *Engine) writeIngestFiles(b *pebble.Batch, name string, every func()) (*ingestFiles, error) {
 	dir := e.opts.FS.PathJoin(e.dir, ingestDir)
 	if err := e.opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -69,9 +102,13 @@ func (e *Engine) writeIngestFiles(b *pebble.Batch, name string) (*ingestFiles, e
 	wo := e.opts.MakeWriterOptions(0, e.db.TableFormat())
 	var w *sstable.Writer
 	var space byte
+	written := 0
 	write := func(k, v []byte, del bool) error {
 		if len(k) == 0 {
 			return errNotIngestible // no key space to file it under
+		}
+		if written++; every != nil && written%ingestCheckKeys == 0 {
+			every()
 		}
 		if w == nil || k[0] != space {
 			if w != nil {
@@ -86,6 +123,7 @@ func (e *Engine) writeIngestFiles(b *pebble.Batch, name string) (*ingestFiles, e
 				return err
 			}
 			files.paths = append(files.paths, p)
+			files.spaces = append(files.spaces, k[0])
 			space = k[0]
 		}
 		if del {

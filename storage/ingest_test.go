@@ -54,7 +54,7 @@ func TestIngestEqualsCommit(t *testing.T) {
 				if err := batch(committed).Commit(pebble.NoSync); err != nil {
 					t.Fatal(err)
 				}
-				files, err := ingested.writeIngestFiles(batch(ingested), "t")
+				files, err := ingested.writeIngestFiles(batch(ingested), "t", nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -33,9 +33,14 @@ const spaceStream byte = 's'
 
 // stream is an open streaming transaction's provisional batch.
 type stream struct {
+	id       writeset.ID
 	a        *applier
 	frags    [][]byte // keys of the stored fragments
 	rejected error    // a fragment was refused: the commit is refused
+	// files is the batch written out for the commit once the sealed
+	// fragment was added (writeAhead); the builder's until settle, then
+	// the commit's
+	files *ingestFiles
 
 	// A builder goroutine adds the fragments to the batch off the apply
 	// loop (see ApplyFragment). Its queue has no bound: the apply loop
@@ -157,10 +162,59 @@ func (st *stream) build(nice int) {
 			restore = lowprio.Lower(nice)
 		}
 		if st.err == nil && !st.abandoned.Load() {
+			st.dropFiles() // a fragment after the sealed one changes the batch
 			st.err = st.addFragment(j.cat, j.ws)
+			if st.err == nil && j.ws.Flags&writeset.FlagStreamSealed != 0 {
+				st.writeAhead(func() {
+					if st.urgent.Load() && restore != nil { // the commit waits
+						canRaise = restore()
+						restore = nil
+					}
+				})
+			}
 		}
 		st.added()
 	}
+}
+
+// writeAhead writes the batch out as the commit will ingest it, once the
+// sealed fragment is added (writeset.FlagStreamSealed: the commit carries
+// no rows). The commit then only ingests the files with its own: writing
+// a million rows' files took it 0.2-0.45 s, while every later write-set on
+// the node waited, on every node at once. The builder does it at its own
+// priority; every is called now and then (see writeIngestFiles). Only a
+// batch the commit would ingest is written, and only rows (the commit
+// writes the other key spaces). Should this fail, the commit writes the
+// batch as before.
+func (st *stream) writeAhead(every func()) {
+	e := st.a.e
+	if st.rejected != nil || len(st.a.b.Repr()) < e.ingestBytes {
+		return
+	}
+	files, err := e.writeIngestFiles(st.a.b, fmt.Sprintf("stream-%d-%d", st.id.Origin, st.id.Seq), every)
+	if err != nil {
+		return
+	}
+	if !files.only(spaceTable) {
+		files.remove()
+		return
+	}
+	st.files = files
+}
+
+// dropFiles removes the files writeAhead wrote, if any.
+func (st *stream) dropFiles() {
+	if st.files != nil {
+		st.files.remove()
+		st.files = nil
+	}
+}
+
+// discard releases the batch and any files of a stream that ended; its
+// builder has settled.
+func (st *stream) discard() {
+	st.a.b.Close()
+	st.dropFiles()
 }
 
 // backlog is the number of fragments the builder has not added yet, and
@@ -233,7 +287,7 @@ func (e *Engine) openStream(id writeset.ID) *stream {
 	st := e.streams[id]
 	if st == nil {
 		b := e.db.NewIndexedBatch()
-		st = &stream{a: &applier{e: e, b: b, r: b, auto: map[uint64]uint64{}}}
+		st = &stream{id: id, a: &applier{e: e, b: b, r: b, auto: map[uint64]uint64{}}}
 		e.setStream(id, st)
 	}
 	return st
@@ -327,15 +381,18 @@ func (e *Engine) CommitStream(seqno uint64, ws *writeset.WriteSet, extra, onReje
 	st := e.openStream(ws.Stream.ID)
 	e.setStream(ws.Stream.ID, nil)
 	if err := st.settle(false); err != nil {
-		st.a.b.Close()
+		st.discard()
 		return ApplyResult{}, err
 	}
+	if len(ws.Ops) > 0 {
+		st.dropFiles() // not sealed after all: the batch changes
+	}
 	if err := st.addFragment(e.cat.Load(), ws); err != nil {
-		st.a.b.Close()
+		st.discard()
 		return ApplyResult{}, err
 	}
 	drop := st.dropKVs()
-	p := &Prepared{b: st.a.b, auto: st.a.auto, delta: st.a.d, rejected: st.rejected, ahead: true}
+	p := &Prepared{b: st.a.b, auto: st.a.auto, delta: st.a.d, rejected: st.rejected, ahead: true, files: st.files}
 	return e.commitPrepared(seqno, p, append(extra, drop...), append(onReject, drop...))
 }
 
@@ -359,7 +416,7 @@ func (e *Engine) EndStreams(ids []writeset.ID) []KV {
 		if st := e.streams[id]; st != nil {
 			kvs = append(kvs, st.dropKVs()...)
 			_ = st.settle(true) // its batch is discarded, errors and all
-			st.a.b.Close()
+			st.discard()
 			e.setStream(id, nil)
 		}
 	}
@@ -400,7 +457,7 @@ func (e *Engine) StoredStreams() (map[writeset.ID][]*writeset.WriteSet, error) {
 func (e *Engine) loadStreams() error {
 	for id, st := range e.streams {
 		_ = st.settle(true)
-		st.a.b.Close()
+		st.discard()
 		e.setStream(id, nil)
 	}
 	if e.streams == nil {

@@ -208,6 +208,40 @@ type inflight struct {
 // outcome (awaitFragment), and a fragment that failed fails that step and
 // rolls the transaction back.
 func (t *Txn) replicateFragment(ctx context.Context) error {
+	return t.replicateFragmentFlags(ctx, 0)
+}
+
+// seal ends a streaming transaction's fragments before its commit: the
+// rows changed since the last one go in a sealed fragment
+// (writeset.FlagStreamSealed), so the commit carries none, and the commit
+// waits until this node has added it and written the batch out for
+// ingestion (storage's stream.writeAhead). The other nodes, which got the
+// fragment at the same time, do the same meanwhile at the transaction's
+// lower priority, instead of at the commit's turn while every later
+// write-set waits. A transaction that did not stream has nothing to seal.
+func (t *Txn) seal(ctx context.Context) error {
+	if t.stream == nil {
+		return nil
+	}
+	if err := t.replicateFragmentFlags(ctx, writeset.FlagStreamSealed); err != nil {
+		return err
+	}
+	if err := t.awaitFragment(); err != nil {
+		return err
+	}
+	if t.stream == nil {
+		return nil
+	}
+	if err := t.m.eng.AwaitStreamBacklog(ctx, t.stream.id, 0); err != nil {
+		t.rollbackStream()
+		return err
+	}
+	return nil
+}
+
+// replicateFragmentFlags is replicateFragment of a fragment with flags
+// besides writeset.FlagFragment.
+func (t *Txn) replicateFragmentFlags(ctx context.Context, flags writeset.Flags) error {
 	if err := t.awaitFragment(); err != nil {
 		return err
 	}
@@ -221,7 +255,7 @@ func (t *Txn) replicateFragment(ctx context.Context) error {
 		return err
 	}
 	ws.ID.Seq = t.m.nextID.Add(1)
-	ws.Flags |= writeset.FlagFragment
+	ws.Flags |= writeset.FlagFragment | flags
 	if t.stream == nil {
 		t.stream = &streamState{} // its id is the first fragment's, once sent
 		t.m.Streams.Add(1)

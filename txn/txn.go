@@ -865,6 +865,9 @@ func (t *Txn) Commit(ctx context.Context) (Outcome, error) {
 	if err := t.awaitFragment(); err != nil {
 		return Outcome{}, err
 	}
+	if err := t.seal(ctx); err != nil {
+		return Outcome{}, err
+	}
 	ws, err := t.writeSet(ctx)
 	if err != nil {
 		t.rollbackStream()

@@ -73,10 +73,16 @@ const (
 	// horizon at that origin's last LastSeen. It carries no keys or
 	// operations.
 	FlagRetire
+	// FlagStreamSealed marks, with FlagFragment, the last fragment of a
+	// streaming transaction that carries rows: its commit follows with
+	// none. A node that has added it to the transaction's provisional
+	// batch may write the batch out for the commit ahead of the commit's
+	// turn (see storage.Engine.CommitStream).
+	FlagStreamSealed
 )
 
 // StreamFlags are the flags of a streaming transaction's write-sets.
-const StreamFlags = FlagFragment | FlagStreamCommit | FlagStreamRollback
+const StreamFlags = FlagFragment | FlagStreamCommit | FlagStreamRollback | FlagStreamSealed
 
 // Stream identifies the streaming transaction a write-set with one of the
 // StreamFlags belongs to.
