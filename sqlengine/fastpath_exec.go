@@ -66,8 +66,12 @@ func (fc *fastCall) selectRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Stateme
 		}
 		out = []sql.Row{{v}}
 	case st.Distinct:
-		out, err = distinctRows(ctx, p.types, p.project(rows))
-		if err != nil {
+		out = p.project(rows)
+		if sorted, ok := distinctSorted(ctx, out, p.projSort); ok {
+			out = limitRows(sorted, limit)
+			break
+		}
+		if out, err = distinctRows(ctx, p.types, out); err != nil {
 			return nil, err
 		}
 		if out, err = sortRows(ctx, out, p.projSort); err != nil {
@@ -279,10 +283,47 @@ func distinctRows(ctx *sql.Context, types []sql.Type, rows []sql.Row) ([]sql.Row
 	return out, nil
 }
 
+// distinctSorted is distinctRows followed by sortRows for rows of one
+// column ordered by it, where stringOrder takes the column: sorted stably
+// first, equal values are neighbours and the first of them is the one
+// that came first, which distinctRows keeps; so the rest are dropped by
+// comparing neighbours, without hashing every value's weights (sysbench's
+// distinct_ranges: SELECT DISTINCT c ... ORDER BY c). ok is false, with
+// rows untouched, for any other query.
+func distinctSorted(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) (out []sql.Row, ok bool) {
+	if len(fields) != 1 {
+		return nil, false
+	}
+	if gf, isField := fields[0].Column.(*expression.GetField); !isField || gf.Index() != 0 {
+		return nil, false
+	}
+	for _, row := range rows {
+		if len(row) != 1 {
+			return nil, false
+		}
+	}
+	order := stringOrder(ctx, rows, fields)
+	if order == nil {
+		return nil, false
+	}
+	sortStable(rows, order)
+	out = rows[:0]
+	for _, row := range rows {
+		if len(out) == 0 || order(out[len(out)-1], row) != 0 {
+			out = append(out, row)
+		}
+	}
+	return out, true
+}
+
 // sortRows orders rows stably by fields, as go-mysql-server's Sort and
 // TopN (which breaks ties by arrival) do. No fields: rows stay as they are.
 func sortRows(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) ([]sql.Row, error) {
-	if fields == nil || sortByBytes(ctx, rows, fields) {
+	if fields == nil {
+		return rows, nil
+	}
+	if order := stringOrder(ctx, rows, fields); order != nil {
+		sortStable(rows, order)
 		return rows, nil
 	}
 	s := &expression.Sorter{SortFields: fields, Rows: rows, Ctx: ctx}
@@ -290,27 +331,28 @@ func sortRows(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) ([]sql.Ro
 	return rows, s.LastError
 }
 
-// sortByBytes sorts rows stably on one string column without
-// go-mysql-server's Sorter, which converts both values and looks up the
-// collation's weight function at every comparison. Where the collation
-// weighs a character by its code point (utf8mb4_0900_bin, binary) it
-// compares the values' bytes: for valid UTF-8 that is the order
-// StringType.Compare finds rune by rune. For another collation of a UTF-8
-// character set it compares weights rune by rune as StringType.Compare
-// does, ASCII ones from a table. It reports false, with rows untouched,
-// for any other field, collation or value.
-func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
+// stringOrder returns the order of rows by fields when that is one string
+// column, for sorting without go-mysql-server's Sorter, which converts
+// both values and looks up the collation's weight function at every
+// comparison: equal values (under the collation) compare 0. Where the
+// collation weighs a character by its code point (utf8mb4_0900_bin,
+// binary) it compares the values' bytes: for valid UTF-8 that is the
+// order StringType.Compare finds rune by rune. For another collation of a
+// UTF-8 character set it compares weights rune by rune as
+// StringType.Compare does, ASCII ones from a table. It returns nil for any
+// other field, collation or value of rows.
+func stringOrder(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) func(a, b sql.Row) int {
 	if len(fields) != 1 {
-		return false
+		return nil
 	}
 	f := fields[0]
 	gf, ok := f.Column.(*expression.GetField)
 	if !ok {
-		return false
+		return nil
 	}
 	st, ok := gf.Type(ctx).(sql.StringType)
 	if !ok {
-		return false
+		return nil
 	}
 	coll := st.Collation()
 	binary := coll == sql.Collation_binary
@@ -318,7 +360,7 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 	if !binary && coll != sql.Collation_utf8mb4_0900_bin {
 		cs := coll.CharacterSet()
 		if coll.Sorter() == nil || (cs != sql.CharacterSet_utf8mb4 && cs != sql.CharacterSet_utf8mb3) {
-			return false
+			return nil
 		}
 		compare = weightCompare(coll)
 	}
@@ -328,14 +370,14 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 		case nil:
 		case string:
 			if !binary && !utf8.ValidString(v) {
-				return false
+				return nil
 			}
 		case []byte:
 			if !binary {
-				return false
+				return nil
 			}
 		default:
-			return false
+			return nil
 		}
 	}
 	first := -1 // where a NULL goes against a value, as Sorter places it
@@ -343,36 +385,40 @@ func sortByBytes(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) bool {
 		first = 1
 	}
 	desc := f.Order == sql.Descending
-	// pdqsort with the original position breaking ties is stable, with
-	// fewer comparisons and moves than slices.SortStableFunc's merges
+	return func(a, b sql.Row) int {
+		x, y := a[i], b[i]
+		if desc {
+			x, y = y, x
+		}
+		switch {
+		case x == nil && y == nil:
+			return 0
+		case x == nil:
+			return first
+		case y == nil:
+			return -first
+		}
+		return compare(bytesOf(x), bytesOf(y))
+	}
+}
+
+// sortStable sorts rows by order, ties kept in their order: pdqsort with
+// the original position breaking ties, which takes fewer comparisons and
+// moves than slices.SortStableFunc's merges.
+func sortStable(rows []sql.Row, order func(a, b sql.Row) int) {
 	keyed := make([]keyedRow, len(rows))
 	for n, row := range rows {
 		keyed[n] = keyedRow{row, n}
 	}
 	slices.SortFunc(keyed, func(a, b keyedRow) int {
-		x, y := a.row[i], b.row[i]
-		if desc {
-			x, y = y, x
+		if c := order(a.row, b.row); c != 0 {
+			return c
 		}
-		c := 0
-		switch {
-		case x == nil && y == nil:
-		case x == nil:
-			c = first
-		case y == nil:
-			c = -first
-		default:
-			c = compare(bytesOf(x), bytesOf(y))
-		}
-		if c == 0 {
-			c = cmp.Compare(a.pos, b.pos)
-		}
-		return c
+		return cmp.Compare(a.pos, b.pos)
 	})
 	for n, k := range keyed {
 		rows[n] = k.row
 	}
-	return true
 }
 
 // keyedRow is a row and its position before sorting.

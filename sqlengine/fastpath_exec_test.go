@@ -14,26 +14,32 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 )
 
-// TestSortByBytesIsSortersOrder sorts random rows, with ties, NULLs and
+// sortWords are values for the sort tests: ties under case and accent
+// insensitive collations, trailing spaces, multi-byte characters.
+var sortWords = []string{"", "a", "A", "b", "B", "ab", "Ab", "a ", "A  ", "é", "É", "e", "E", "z", "ż", "Ż", "😀", "\x00", "日本", "aé", "ß", "ss", "SS"}
+
+// sortColumns are the string columns stringOrder takes.
+var sortColumns = []struct {
+	name string
+	typ  sql.Type
+	val  func(string) any
+}{
+	{"char bin", types.MustCreateString(sqltypes.Char, 20, sql.Collation_utf8mb4_0900_bin), func(s string) any { return s }},
+	{"varbinary", types.MustCreateBinary(sqltypes.VarBinary, 20), func(s string) any { return []byte(s) }},
+	{"char 0900_ai_ci", types.MustCreateString(sqltypes.Char, 20, sql.Collation_utf8mb4_0900_ai_ci), func(s string) any { return s }},
+	{"varchar general_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb4_general_ci), func(s string) any { return s }},
+	{"varchar unicode_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb4_unicode_ci), func(s string) any { return s }},
+	{"varchar utf8mb3_general_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb3_general_ci), func(s string) any { return s }},
+}
+
+// TestStringOrderIsSortersOrder sorts random rows, with ties, NULLs and
 // multi-byte characters, both ways and in both directions and NULL
 // orderings, and compares with go-mysql-server's Sorter.
-func TestSortByBytesIsSortersOrder(t *testing.T) {
+func TestStringOrderIsSortersOrder(t *testing.T) {
 	ctx := sql.NewEmptyContext()
-	words := []string{"", "a", "A", "b", "B", "ab", "Ab", "a ", "A  ", "é", "É", "e", "E", "z", "ż", "Ż", "😀", "\x00", "日本", "aé", "ß", "ss", "SS"}
-	cols := []struct {
-		name string
-		typ  sql.Type
-		val  func(string) any
-	}{
-		{"char bin", types.MustCreateString(sqltypes.Char, 20, sql.Collation_utf8mb4_0900_bin), func(s string) any { return s }},
-		{"varbinary", types.MustCreateBinary(sqltypes.VarBinary, 20), func(s string) any { return []byte(s) }},
-		{"char 0900_ai_ci", types.MustCreateString(sqltypes.Char, 20, sql.Collation_utf8mb4_0900_ai_ci), func(s string) any { return s }},
-		{"varchar general_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb4_general_ci), func(s string) any { return s }},
-		{"varchar unicode_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb4_unicode_ci), func(s string) any { return s }},
-		{"varchar utf8mb3_general_ci", types.MustCreateString(sqltypes.VarChar, 20, sql.Collation_utf8mb3_general_ci), func(s string) any { return s }},
-	}
+	words := sortWords
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, c := range cols {
+	for _, c := range sortColumns {
 		for _, order := range []sql.SortOrder{sql.Ascending, sql.Descending} {
 			for _, nulls := range []sql.NullOrdering{sql.NullsFirst, sql.NullsLast} {
 				fields := sql.SortFields{{Column: expression.NewGetField(1, c.typ, "c", true), Order: order, NullOrdering: nulls}}
@@ -53,9 +59,11 @@ func TestSortByBytesIsSortersOrder(t *testing.T) {
 						t.Fatal(s.LastError)
 					}
 					got := slices.Clone(rows)
-					if !sortByBytes(ctx, got, fields) {
-						t.Fatalf("%s: not sorted by bytes", c.name)
+					by := stringOrder(ctx, got, fields)
+					if by == nil {
+						t.Fatalf("%s: no string order", c.name)
 					}
+					sortStable(got, by)
 					if !reflect.DeepEqual(got, want) {
 						t.Fatalf("%s %v %v:\n got %v\nwant %v", c.name, order, nulls, got, want)
 					}
@@ -65,9 +73,52 @@ func TestSortByBytesIsSortersOrder(t *testing.T) {
 	}
 }
 
-// TestSortByBytesDeclines leaves other character sets, several fields and
+// TestDistinctSortedIsDistinctThenSort: for rows of one string column
+// ordered by it, distinctSorted keeps the rows distinctRows keeps (the
+// first of every set of equal values), in Sorter's order.
+func TestDistinctSortedIsDistinctThenSort(t *testing.T) {
+	ctx := sql.NewEmptyContext()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range sortColumns {
+		for _, order := range []sql.SortOrder{sql.Ascending, sql.Descending} {
+			fields := sql.SortFields{{Column: expression.NewGetField(0, c.typ, "c", true), Order: order, NullOrdering: sql.NullsFirst}}
+			for trial := 0; trial < 300; trial++ {
+				var rows []sql.Row
+				for n := rng.IntN(40); n > 0; n-- {
+					var v any
+					if rng.IntN(6) > 0 {
+						v = c.val(sortWords[rng.IntN(len(sortWords))])
+					}
+					rows = append(rows, sql.Row{v})
+				}
+				want, err := distinctRows(ctx, []sql.Type{c.typ}, slices.Clone(rows))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := &expression.Sorter{SortFields: fields, Rows: want, Ctx: ctx}
+				sort.Stable(s)
+				got, ok := distinctSorted(ctx, slices.Clone(rows), fields)
+				if !ok {
+					t.Fatalf("%s: declined", c.name)
+				}
+				if len(got) == 0 && len(want) == 0 {
+					continue
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s %v:\n got %v\nwant %v", c.name, order, got, want)
+				}
+			}
+		}
+	}
+	two := sql.SortFields{{Column: expression.NewGetField(1, types.Text, "c", true)}}
+	if _, ok := distinctSorted(ctx, []sql.Row{{"a", "b"}}, two); ok {
+		t.Error("distinctSorted took rows of two columns")
+	}
+}
+
+// TestStringOrderDeclines leaves other character sets, several fields and
 // invalid UTF-8 to Sorter.
-func TestSortByBytesDeclines(t *testing.T) {
+func TestStringOrderDeclines(t *testing.T) {
 	ctx := sql.NewEmptyContext()
 	bin := types.MustCreateString(sqltypes.Char, 20, sql.Collation_utf8mb4_0900_bin)
 	ci := types.MustCreateString(sqltypes.Char, 20, sql.Collation_utf8mb4_0900_ai_ci)
@@ -87,12 +138,8 @@ func TestSortByBytesDeclines(t *testing.T) {
 		{"invalid UTF-8", []sql.Row{{"b"}, {"\xff"}}, sql.SortFields{field(bin)}},
 		{"a non-string value", []sql.Row{{"b"}, {int64(1)}}, sql.SortFields{field(bin)}},
 	} {
-		in := slices.Clone(tc.rows)
-		if sortByBytes(ctx, in, tc.fields) {
-			t.Errorf("%s: sorted by bytes", tc.name)
-		}
-		if !reflect.DeepEqual(in, tc.rows) {
-			t.Errorf("%s: rows changed to %v", tc.name, in)
+		if stringOrder(ctx, tc.rows, tc.fields) != nil {
+			t.Errorf("%s: a string order", tc.name)
 		}
 	}
 }
