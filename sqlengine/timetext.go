@@ -1,12 +1,18 @@
 package sqlengine
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/sqltypes"
 )
 
 // A TIME value read as a string is its text, 'hh:mm:ss[.ffffff]', in
@@ -16,6 +22,17 @@ import (
 // CAST(t AS CHAR) silently gave NULL. The functions and operators that
 // read their arguments as strings get a TIME argument's text instead
 // (timeAsTextRule), as timedisplay.go prints it: a zero fraction left out.
+//
+// DATE, DATETIME, TIMESTAMP and YEAR values read as strings had the same
+// trouble in other forms: go-mysql-server converts the time.Time of a DATE
+// column as a DATETIME, so CONCAT(d, ''), LENGTH(d), CAST(d AS CHAR) and
+// `d LIKE '2024-01-05'` saw '2024-01-05 00:00:00' (LIKE was false), and
+// SUBSTRING(d, 1, 4), MID and REVERSE, typed as their argument, failed
+// with 1105 "Incorrect datetime value: '2024'". They get their text as
+// MySQL writes it too: 'YYYY-MM-DD', the column's own number of fraction
+// digits for DATETIME and TIMESTAMP. The string functions get it when
+// they are built (textArgs), so a function typed as its argument is typed
+// as text, whatever path the query takes.
 
 // textFuncs are the functions that read their arguments as strings.
 var textFuncs = map[string]bool{
@@ -26,7 +43,7 @@ var textFuncs = map[string]bool{
 	"instr": true, "locate": true, "position": true, "reverse": true, "repeat": true, "insert": true,
 	"strcmp": true, "field": true, "find_in_set": true, "ascii": true, "ord": true, "hex": true,
 	"md5": true, "sha": true, "sha1": true, "sha2": true, "crc32": true, "to_base64": true,
-	"quote": true, "soundex": true, "group_concat": true,
+	"quote": true, "soundex": true, "group_concat": true, "elt": true,
 	"regexp_like": true, "regexp_instr": true, "regexp_replace": true, "regexp_substr": true,
 }
 
@@ -37,7 +54,7 @@ func readsText(ctx *sql.Context, e sql.Expression) bool {
 		return true
 	case *expression.Convert:
 		t := e.Type(ctx)
-		return types.IsText(t) || types.IsBinaryType(t)
+		return (types.IsText(t) || types.IsBinaryType(t)) && !types.IsJSON(t)
 	case sql.FunctionExpression:
 		return textFuncs[e.FunctionName()]
 	}
@@ -59,34 +76,26 @@ func timeAsTextRule(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.
 }
 
 // timeAsText applies wrapTimeArgs to e and everything in it, except to
-// an expression typed TIME itself (see timeAsTextRule).
+// an expression typed TIME itself (see timeAsTextRule) other than TRIM:
+// the parser builds TRIM itself, so textArgs does not see it, and
+// go-mysql-server's panics on a TIME; its text trimmed reads as a TIME.
 func timeAsText(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 	return transform.Expr(ctx, e, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-		if types.IsTimespan(e.Type(ctx)) {
+		if _, trim := e.(*function.Trim); !trim && types.IsTimespan(e.Type(ctx)) {
 			return e, transform.SameTree, nil
 		}
 		return wrapTimeArgs(ctx, e)
 	})
 }
 
-// wrapTimeArgs wraps the TIME arguments of e, if e is one of the string
-// functions and operators (see above).
+// wrapTimeArgs wraps the temporal arguments of e, if e is one of the
+// string functions and operators (see above).
 func wrapTimeArgs(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 	if !readsText(ctx, e) {
 		return e, transform.SameTree, nil
 	}
-	children := e.Children()
-	var out []sql.Expression
-	for i, c := range children {
-		if !types.IsTimespan(c.Type(ctx)) {
-			continue
-		}
-		if out == nil {
-			out = append([]sql.Expression(nil), children...)
-		}
-		out[i] = &timeText{expression.UnaryExpressionStub{Child: c}}
-	}
-	if out == nil {
+	out, wrapped := textArgs(ctx, e.Children())
+	if !wrapped {
 		return e, transform.SameTree, nil
 	}
 	n, err := e.WithChildren(ctx, out...)
@@ -96,9 +105,46 @@ func wrapTimeArgs(ctx *sql.Context, e sql.Expression) (sql.Expression, transform
 	return n, transform.NewTree, nil
 }
 
-// timeText is the text of a TIME expression.
+// textArgs returns args with every temporal one read as its text
+// (timeText); wrapped reports whether there was one.
+func textArgs(ctx *sql.Context, args []sql.Expression) (out []sql.Expression, wrapped bool) {
+	out = args
+	for i, a := range args {
+		if !a.Resolved() || !hasText(a.Type(ctx)) { // HEX(*) is an error later
+			continue
+		}
+		if !wrapped {
+			out, wrapped = append([]sql.Expression(nil), args...), true
+		}
+		out[i] = &timeText{UnaryExpressionStub: expression.UnaryExpressionStub{Child: a}, typ: a.Type(ctx)}
+	}
+	return out, wrapped
+}
+
+// hasText reports whether values of t are read as strings through
+// timeText: TIME, DATE, DATETIME, TIMESTAMP and YEAR.
+func hasText(t sql.Type) bool {
+	_, datetime := t.(sql.DatetimeType)
+	return datetime || types.IsTimespan(t) || types.IsYear(t)
+}
+
+func init() {
+	// the string functions read their temporal arguments as text from the
+	// moment they are built (see above)
+	wraps := map[string]builtInWrap{}
+	for name := range textFuncs {
+		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
+			out, _ := textArgs(ctx, args)
+			return inner.NewInstance(ctx, out)
+		}
+	}
+	wrapBuiltIns(function.BuiltIns, wraps)
+}
+
+// timeText is the text of a temporal expression, as MySQL writes it.
 type timeText struct {
 	expression.UnaryExpressionStub
+	typ sql.Type // the expression's type
 }
 
 var _ sql.Expression = (*timeText)(nil)
@@ -112,11 +158,35 @@ func (t *timeText) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	if err != nil || v == nil {
 		return nil, err
 	}
+	switch typ := t.typ.(type) {
+	case sql.DatetimeType:
+		tm, err := typ.ConvertWithoutRangeCheck(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		return datetimeText(tm, typ), nil
+	}
+	if types.IsYear(t.typ) {
+		return fmt.Sprint(v), nil
+	}
 	ts, err := types.Time.ConvertToTimespan(v)
 	if err != nil {
 		return nil, err
 	}
 	return ts.String(), nil
+}
+
+// datetimeText is tm as MySQL writes a value of typ: a DATE's day, a
+// DATETIME's or TIMESTAMP's day and time with the type's fraction digits.
+func datetimeText(tm time.Time, typ sql.DatetimeType) string {
+	if typ.Type() == sqltypes.Date {
+		return tm.Format("2006-01-02")
+	}
+	s := tm.Format("2006-01-02 15:04:05.000000")
+	if p := typ.Precision(); p < 6 {
+		s = s[:len(s)-6+p]
+	}
+	return strings.TrimSuffix(s, ".")
 }
 
 // String implements sql.Expression.
@@ -127,5 +197,5 @@ func (t *timeText) WithChildren(_ *sql.Context, children ...sql.Expression) (sql
 	if len(children) != 1 {
 		return nil, sql.ErrInvalidChildrenNumber.New(t, len(children), 1)
 	}
-	return &timeText{expression.UnaryExpressionStub{Child: children[0]}}, nil
+	return &timeText{UnaryExpressionStub: expression.UnaryExpressionStub{Child: children[0]}, typ: t.typ}, nil
 }
