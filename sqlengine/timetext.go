@@ -2,6 +2,7 @@ package sqlengine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,6 +137,26 @@ func init() {
 		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 			out, _ := textArgs(ctx, args)
 			return inner.NewInstance(ctx, out)
+		}
+	}
+	// IFNULL(d, 'none'), COALESCE and IF of a temporal value and a string
+	// are strings: their temporal arguments are read as text too (not
+	// IF's condition)
+	for _, name := range []string{"ifnull", "coalesce", "if"} {
+		from := 0
+		if name == "if" {
+			from = 1
+		}
+		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
+			e, err := inner.NewInstance(ctx, args)
+			if err != nil || !e.Resolved() || !types.IsText(e.Type(ctx)) || len(args) <= from {
+				return e, err
+			}
+			out, wrapped := textArgs(ctx, args[from:])
+			if !wrapped {
+				return e, nil
+			}
+			return inner.NewInstance(ctx, append(slices.Clone(args[:from]), out...))
 		}
 	}
 	wrapBuiltIns(function.BuiltIns, wraps)

@@ -197,6 +197,9 @@ func TestDatesAsText(t *testing.T) {
 		{"SELECT GROUP_CONCAT(d), CONCAT_WS(',', d, y) FROM dd WHERE id = 1", "2024-01-05|2024-01-05,2024"},
 		{"SELECT x FROM (SELECT SUBSTRING(d, 6) x FROM dd WHERE id = 1) s", "01-05"},
 		{"SELECT COUNT(*) FROM dd a JOIN dd b USING (id) WHERE CONCAT(a.d, '') = '2024-01-05'", "1"},
+		// a date or a string is a string (it was '2024-01-05 00:00:00')
+		{"SELECT IFNULL(d, 'none'), COALESCE(NULL, d, 5), IF(id = 1, d, 'x'), IF(d, 'y', 'n') FROM dd WHERE id = 1", "2024-01-05|2024-01-05|2024-01-05|y"},
+		{"SELECT IFNULL(d, 'none'), IFNULL(y, 'none') FROM dd WHERE id = 2", "none|none"},
 	})
 }
 
