@@ -291,18 +291,12 @@ func distinctRows(ctx *sql.Context, types []sql.Type, rows []sql.Row) ([]sql.Row
 // distinct_ranges: SELECT DISTINCT c ... ORDER BY c). ok is false, with
 // rows untouched, for any other query.
 func distinctSorted(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) (out []sql.Row, ok bool) {
-	if len(fields) != 1 {
-		return nil, false
-	}
-	if gf, isField := fields[0].Column.(*expression.GetField); !isField || gf.Index() != 0 {
-		return nil, false
-	}
 	for _, row := range rows {
 		if len(row) != 1 {
 			return nil, false
 		}
 	}
-	order := stringOrder(ctx, rows, fields)
+	order := stringOrder(ctx, rows, fields) // one field, so the rows' column
 	if order == nil {
 		return nil, false
 	}
@@ -340,7 +334,7 @@ func sortRows(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) ([]sql.Ro
 // order StringType.Compare finds rune by rune. For another collation of a
 // UTF-8 character set it compares weights rune by rune as
 // StringType.Compare does, ASCII ones from a table. It returns nil for any
-// other field, collation or value of rows.
+// other field (or a column the rows lack), collation or value of rows.
 func stringOrder(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) func(a, b sql.Row) int {
 	if len(fields) != 1 {
 		return nil
@@ -366,6 +360,9 @@ func stringOrder(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) func(a
 	}
 	i := gf.Index()
 	for _, row := range rows {
+		if i >= len(row) {
+			return nil
+		}
 		switch v := row[i].(type) {
 		case nil:
 		case string:

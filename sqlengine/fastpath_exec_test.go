@@ -114,6 +114,9 @@ func TestDistinctSortedIsDistinctThenSort(t *testing.T) {
 	if _, ok := distinctSorted(ctx, []sql.Row{{"a", "b"}}, two); ok {
 		t.Error("distinctSorted took rows of two columns")
 	}
+	if _, ok := distinctSorted(ctx, []sql.Row{{"a"}}, two); ok {
+		t.Error("distinctSorted took an order by a column the rows lack")
+	}
 }
 
 // TestStringOrderDeclines leaves other character sets, several fields and

@@ -13,18 +13,14 @@ import "strings"
 // `AS (expr)` written `AS ((expr))`, except a query's (`AS (SELECT ...)`)
 // and one already doubled; any other statement is returned as it is.
 func generatedParens(q string) string {
-	t := strings.TrimLeft(q, " \t\r\n")
-	if (!hasPrefixFold(t, "create") && !hasPrefixFold(t, "alter")) || !containsFold(q, "as") {
+	lx := lexer{s: q}
+	if w := lx.word(); (w != "CREATE" && w != "ALTER") || !containsFold(q, "as") {
+		return q
+	}
+	if lx.word() != "TABLE" && lx.word() != "TABLE" { // CREATE TEMPORARY TABLE, ALTER IGNORE TABLE
 		return q
 	}
 	toks := lexTokens(q)
-	table := false
-	for i := 1; i < len(toks) && i <= 2; i++ {
-		table = table || (toks[i].kind == 'w' && strings.EqualFold(toks[i].text, "TABLE"))
-	}
-	if !table {
-		return q
-	}
 	var b strings.Builder
 	last := 0
 	for i := 0; i+2 < len(toks); i++ {
@@ -72,9 +68,4 @@ func closingParen(toks []lexToken, open int) int {
 		}
 	}
 	return -1
-}
-
-// hasPrefixFold reports whether s starts with the ASCII word w in any case.
-func hasPrefixFold(s, w string) bool {
-	return len(s) >= len(w) && strings.EqualFold(s[:len(w)], w)
 }

@@ -68,10 +68,10 @@ func readsText(ctx *sql.Context, e sql.Expression) bool {
 // SUBSTRING(t, 1, 2) is typed as the string it gives (not as t's TIME).
 // go-mysql-server skips the rules after analysis for a single-table
 // SELECT without subqueries; the exec builder applies timeAsText to what it
-// builds instead (exprRewrites). It cannot retype the result there, so it
-// leaves alone the functions typed as their argument (SUBSTRING, MID and
-// REVERSE of a TIME), which still fail with 1105 rather than print their
-// text as a TIME.
+// builds instead (exprRewrites). It cannot retype the result there, which
+// the string functions do not need: they read the text from the moment
+// they are built (textArgs). What is left here is what the parser builds
+// itself: LIKE, CAST and TRIM.
 func timeAsTextRule(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
 	return exprsWithSubqueries(ctx, n, wrapTimeArgs)
 }
