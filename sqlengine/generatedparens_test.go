@@ -14,6 +14,7 @@ func TestGeneratedParens(t *testing.T) {
 		{"CREATE TABLE g AS (SELECT 1 AS x)", "CREATE TABLE g AS (SELECT 1 AS x)"},           // a query
 		{"CREATE TABLE g (a INT) AS SELECT 1 AS a", "CREATE TABLE g (a INT) AS SELECT 1 AS a"},
 		{"CREATE TABLE g (b INT /* AS (a > 1) */, c CHAR(3) DEFAULT 'AS (')", "CREATE TABLE g (b INT /* AS (a > 1) */, c CHAR(3) DEFAULT 'AS (')"},
+		{"/* dump */ CREATE TABLE g (b INT AS (a > 1))", "/* dump */ CREATE TABLE g (b INT AS ((a > 1)))"},
 		{"CREATE VIEW v AS (SELECT 1)", "CREATE VIEW v AS (SELECT 1)"},         // not a table
 		{"SELECT CAST(a AS CHAR) AS (x", "SELECT CAST(a AS CHAR) AS (x"},       // not DDL
 		{"CREATE TABLE g (b INT AS (a > 1", "CREATE TABLE g (b INT AS (a > 1"}, // unbalanced
