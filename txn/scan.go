@@ -77,7 +77,13 @@ func (t *Txn) scan(ctx context.Context, ti *storage.TableInfo, ii *storage.Index
 	}
 	if mode == Snapshot {
 		r.view = t.snapshot()
-		t.noteSnapScan(ti)
+		if ii == nil {
+			t.noteSnapSpan(ti, lo, hi)
+		} else {
+			// which primary keys a secondary index range holds may
+			// change under the snapshot: the whole table counts
+			t.noteSnapScan(ti)
+		}
 	} else {
 		r.view = t.m.eng.Latest()
 	}

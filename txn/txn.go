@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -47,6 +48,11 @@ func (m ReadMode) lockMode() LockMode {
 // table counts as read entirely at the snapshot.
 const maxSnapReads = 4096
 
+// maxSnapSpans bounds the record of primary-key ranges scanned at the
+// snapshot; beyond it a table's further range scans count as reading all
+// of it.
+const maxSnapSpans = 256
+
 // Txn is one transaction. It is used by one session at a time.
 type Txn struct {
 	m    *Manager
@@ -67,6 +73,10 @@ type Txn struct {
 
 	snapReads   map[string]struct{}
 	snapScanned map[uint64]bool
+	// snapSpans are the primary-key ranges of tables scanned at the
+	// snapshot (those not in snapScanned), nSnapSpans their number
+	snapSpans  map[uint64][]keySpan
+	nSnapSpans int
 	// refs are the keys of rows read in Reference mode, with their
 	// positions; they are certified with the write-set.
 	refs map[string]uint64
@@ -214,6 +224,38 @@ func (t *Txn) noteSnapScan(ti *storage.TableInfo) {
 		t.snapScanned = map[uint64]bool{}
 	}
 	t.snapScanned[ti.Def.ID] = true
+	if spans := t.snapSpans[ti.Def.ID]; spans != nil {
+		t.nSnapSpans -= len(spans)
+		delete(t.snapSpans, ti.Def.ID)
+	}
+}
+
+// keySpan is a range [lo, hi) of encoded primary keys; nil is unbounded.
+type keySpan struct{ lo, hi []byte }
+
+func (s keySpan) contains(pk []byte) bool {
+	return (s.lo == nil || bytes.Compare(pk, s.lo) >= 0) && (s.hi == nil || bytes.Compare(pk, s.hi) < 0)
+}
+
+// noteSnapSpan records a scan of the primary keys in [lo, hi) at the
+// snapshot. Only the keys in it count as read there: a sysbench-like
+// transaction that reads a hundred rows by range and then updates others
+// is certified for those others from the moment it locked them, as
+// Galera certifies it, instead of from its first read. A scan may stop
+// early (LIMIT); the whole range still counts, which is conservative.
+func (t *Txn) noteSnapSpan(ti *storage.TableInfo, lo, hi []byte) {
+	if t.snapScanned[ti.Def.ID] {
+		return
+	}
+	if lo == nil && hi == nil || t.nSnapSpans >= maxSnapSpans {
+		t.noteSnapScan(ti)
+		return
+	}
+	if t.snapSpans == nil {
+		t.snapSpans = map[uint64][]keySpan{}
+	}
+	t.snapSpans[ti.Def.ID] = append(t.snapSpans[ti.Def.ID], keySpan{lo: bytes.Clone(lo), hi: bytes.Clone(hi)})
+	t.nSnapSpans++
 }
 
 // readPos returns the certification position of a key given the position
@@ -226,6 +268,11 @@ func (t *Txn) readPos(ti *storage.TableInfo, pk []byte, current uint64) uint64 {
 		}
 		if _, ok := t.snapReads[string(storage.CertKey(ti.Def.ID, pk))]; ok {
 			return min(current, t.view.Seqno)
+		}
+		for _, s := range t.snapSpans[ti.Def.ID] {
+			if s.contains(pk) {
+				return min(current, t.view.Seqno)
+			}
 		}
 	}
 	return current

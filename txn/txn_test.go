@@ -265,3 +265,101 @@ func TestRemoteWriteAbortsLockHolder(t *testing.T) {
 		t.Fatalf("BFAborts = %d after an unaffected transaction, want 1", n)
 	}
 }
+
+// A written key counts as read at the snapshot only when the transaction
+// read it there first: by a point read, a primary-key range that holds
+// it, or a scan of the whole table. Other keys are certified from the
+// moment the transaction locked them, so a remote write between its first
+// read and that lock does not fail it.
+func TestSnapshotReadPositions(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		read func(tx *Txn, ti *storage.TableInfo, pk func(int64) []byte) error
+		// atSnapshot[i]: row i+1's key is certified at the snapshot
+		atSnapshot [2]bool
+	}{
+		{"point read of row 1", func(tx *Txn, ti *storage.TableInfo, pk func(int64) []byte) error {
+			_, _, err := tx.Get(ctx, ti, pk(1), Snapshot)
+			return err
+		}, [2]bool{true, false}},
+		{"range [1, 2)", func(tx *Txn, ti *storage.TableInfo, pk func(int64) []byte) error {
+			return drain(tx.Scan(ctx, ti, pk(1), pk(2), false, Snapshot))
+		}, [2]bool{true, false}},
+		{"range [2, ∞) in reverse", func(tx *Txn, ti *storage.TableInfo, pk func(int64) []byte) error {
+			return drain(tx.Scan(ctx, ti, pk(2), nil, true, Snapshot))
+		}, [2]bool{false, true}},
+		{"range (-∞, 1)", func(tx *Txn, ti *storage.TableInfo, pk func(int64) []byte) error {
+			return drain(tx.Scan(ctx, ti, nil, pk(1), false, Snapshot))
+		}, [2]bool{false, false}},
+		{"whole table", func(tx *Txn, ti *storage.TableInfo, pk func(int64) []byte) error {
+			return drain(tx.Scan(ctx, ti, nil, nil, false, Snapshot))
+		}, [2]bool{true, true}},
+		{"range, then whole table", func(tx *Txn, ti *storage.TableInfo, pk func(int64) []byte) error {
+			if err := drain(tx.Scan(ctx, ti, pk(1), pk(2), false, Snapshot)); err != nil {
+				return err
+			}
+			return drain(tx.Scan(ctx, ti, nil, nil, false, Snapshot))
+		}, [2]bool{true, true}},
+		{"more ranges than recorded", func(tx *Txn, ti *storage.TableInfo, pk func(int64) []byte) error {
+			for i := 0; i <= maxSnapSpans; i++ {
+				if err := drain(tx.Scan(ctx, ti, pk(100+int64(i)), pk(101+int64(i)), false, Snapshot)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, [2]bool{true, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, r, ti := newTestManager(t)
+			pk := func(id int64) []byte {
+				k, err := ti.EncodePK(ctx, sql.Row{id, nil})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return k
+			}
+			tx := m.Begin(Options{})
+			snap := tx.snapshot().Seqno
+			if err := tc.read(tx, ti, pk); err != nil {
+				t.Fatal(err)
+			}
+			other := m.Begin(Options{}) // a later commit of another row
+			if err := other.Insert(ctx, ti, sql.Row{int64(50), int32(0)}); err != nil {
+				t.Fatal(err)
+			}
+			commit(t, other)
+			for _, id := range []int64{1, 2} {
+				if err := tx.Update(ctx, ti, sql.Row{id, int32(0)}, sql.Row{id, int32(1)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			commit(t, tx)
+			for i, id := range []int64{1, 2} {
+				var pos uint64
+				for _, k := range r.last.Keys {
+					if string(k.Key) == string(storage.CertKey(ti.Def.ID, pk(id))) {
+						pos = k.Pos
+					}
+				}
+				if got := pos == snap; got != tc.atSnapshot[i] || pos == 0 || pos > snap+1 {
+					t.Errorf("row %d certified at %d (snapshot %d): at the snapshot %v, want %v", id, pos, snap, got, tc.atSnapshot[i])
+				}
+			}
+		})
+	}
+}
+
+// drain reads a scan to its end and closes it.
+func drain(it *RowIter, err error) error {
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for {
+		_, _, ok, err := it.Next()
+		if err != nil || !ok {
+			return err
+		}
+	}
+}
