@@ -159,7 +159,39 @@ func init() {
 			return inner.NewInstance(ctx, append(slices.Clone(args[:from]), out...))
 		}
 	}
+	// GREATEST and LEAST of temporal values and strings compare strings
+	// (MySQL: "if any argument is a nonbinary string, the arguments are
+	// compared as nonbinary strings"); go-mysql-server typed the mix as
+	// a number and answered 0 for GREATEST(d, '2024-01-01')
+	for _, name := range []string{"greatest", "least"} {
+		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
+			if stringsAndTimes(ctx, args) {
+				args, _ = textArgs(ctx, args)
+			}
+			return inner.NewInstance(ctx, args)
+		}
+	}
 	wrapBuiltIns(function.BuiltIns, wraps)
+}
+
+// stringsAndTimes reports whether args are strings and temporal values,
+// at least one of each.
+func stringsAndTimes(ctx *sql.Context, args []sql.Expression) bool {
+	text, times := false, false
+	for _, a := range args {
+		if !a.Resolved() {
+			return false
+		}
+		switch t := a.Type(ctx); {
+		case types.IsText(t):
+			text = true
+		case hasText(t):
+			times = true
+		default:
+			return false
+		}
+	}
+	return text && times
 }
 
 // timeText is the text of a temporal expression, as MySQL writes it.

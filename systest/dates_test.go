@@ -200,6 +200,12 @@ func TestDatesAsText(t *testing.T) {
 		// a date or a string is a string (it was '2024-01-05 00:00:00')
 		{"SELECT IFNULL(d, 'none'), COALESCE(NULL, d, 5), IF(id = 1, d, 'x'), IF(d, 'y', 'n') FROM dd WHERE id = 1", "2024-01-05|2024-01-05|2024-01-05|y"},
 		{"SELECT IFNULL(d, 'none'), IFNULL(y, 'none') FROM dd WHERE id = 2", "none|none"},
+		// GREATEST and LEAST of a date and a string compare strings (they
+		// were 0)
+		{"SELECT GREATEST(d, '2024-01-01'), LEAST(d, '2025-01-01'), GREATEST(dt, '2024-01-05 10'), LEAST(y, '2030'), " +
+			"GREATEST(d, '2024-02-01', '2023-12-31') FROM dd WHERE id = 1", "2024-01-05|2024-01-05|2024-01-05 10:11:12|2024|2024-02-01"},
+		{"SELECT GREATEST(d, '2024-01-01') FROM dd WHERE id = 2", "NULL"},
+		{"SELECT COUNT(*) FROM dd a JOIN dd b USING (id) WHERE GREATEST(a.d, '2024-01-01') = '2024-01-05'", "1"},
 	})
 }
 
