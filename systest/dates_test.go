@@ -209,6 +209,29 @@ func TestDatesAsText(t *testing.T) {
 	})
 }
 
+// TestDatesAsNumbers reads DATE, DATETIME and TIMESTAMP values as numbers
+// where MySQL does, in casts to numbers and arithmetic: 20240105 for a
+// DATE, 20240105101112 for a DATETIME, its fraction digits kept (answers
+// checked against MariaDB 10.11). go-mysql-server made CAST(d AS SIGNED)
+// the Unix time (1704412800) and d + 0 of a DATE 20240105000000.
+func TestDatesAsNumbers(t *testing.T) {
+	_, db := startNode(t, "n1", "d1")
+	xexec(t, db, "CREATE TABLE dn (id INT PRIMARY KEY, d DATE, dt DATETIME, d2 DATETIME(2), ts TIMESTAMP NULL)")
+	xexec(t, db, "INSERT INTO dn VALUES (1, '2024-01-05', '2024-01-05 10:11:12', '2024-01-05 10:11:12.25', '2024-01-05 10:11:12'), (2, NULL, NULL, NULL, NULL)")
+	q := "SELECT d + 0, CAST(d AS SIGNED), dt + 0, CAST(dt AS UNSIGNED), d2 + 0, CAST(d2 AS DECIMAL(20,2)), ts + 0, " +
+		"d * 2, d - 1, d DIV 100, d MOD 100, d / 2, d + INTERVAL 1 DAY FROM dn ORDER BY id"
+	want := []string{
+		"20240105|20240105|20240105101112|20240105101112|20240105101112.25|20240105101112.25|20240105101112|40480210|20240104|202401|5|10120052.5000|2024-01-06",
+		"NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	}
+	wantRows(t, "text", qLines(t, conn(t, db), q), want)
+	wantRows(t, "prepared", qLines(t, db, q+" LIMIT ?", 5), want)
+	wantAnswers(t, db, []answer{
+		{"SELECT a.d + 0, CAST(b.dt AS SIGNED) FROM dn a JOIN dn b USING (id) WHERE id = 1", "20240105|20240105101112"},
+		{"SELECT SUM(d + 0), COUNT(*) FROM dn WHERE d + 0 > 20240101", "20240105|1"},
+	})
+}
+
 // TestIntervalArithmetic checks `expr + INTERVAL`, `INTERVAL + expr` and
 // `expr - INTERVAL` typed and printed as MySQL's DATE_ADD and DATE_SUB,
 // which they are: a DATE plus days is a DATE (go-mysql-server made every
