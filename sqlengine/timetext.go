@@ -94,6 +94,9 @@ func timeAsText(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.T
 // string functions and operators (see above), or a DATE's or DATETIME's
 // if e reads its arguments as numbers (see timeNumber).
 func wrapTimeArgs(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+	if c, ok := e.(*expression.Case); ok {
+		return caseAsText(ctx, c)
+	}
 	var out []sql.Expression
 	var wrapped bool
 	switch {
@@ -198,6 +201,36 @@ func stringsAndTimes(ctx *sql.Context, args []sql.Expression) bool {
 		}
 	}
 	return text && times
+}
+
+// caseAsText reads the temporal results of a CASE typed as a string (a
+// DATE in one branch, a string in another) as their text, as IFNULL's:
+// go-mysql-server wrote a DATE as '2024-01-05 00:00:00'. The conditions
+// are left alone.
+func caseAsText(ctx *sql.Context, c *expression.Case) (sql.Expression, transform.TreeIdentity, error) {
+	if !c.Resolved() || !types.IsText(c.Type(ctx)) {
+		return c, transform.SameTree, nil
+	}
+	values := make([]sql.Expression, 0, len(c.Branches)+1)
+	for _, b := range c.Branches {
+		values = append(values, b.Value)
+	}
+	if c.Else != nil {
+		values = append(values, c.Else)
+	}
+	out, wrapped := textArgs(ctx, values)
+	if !wrapped {
+		return c, transform.SameTree, nil
+	}
+	branches := make([]expression.CaseBranch, len(c.Branches))
+	for i, b := range c.Branches {
+		branches[i] = expression.CaseBranch{Cond: b.Cond, Value: out[i]}
+	}
+	var elseExpr sql.Expression
+	if c.Else != nil {
+		elseExpr = out[len(out)-1]
+	}
+	return expression.NewCase(c.Expr, branches, elseExpr), transform.NewTree, nil
 }
 
 // readsNumber reports whether e reads its arguments as numbers: a cast to

@@ -206,6 +206,10 @@ func TestDatesAsText(t *testing.T) {
 			"GREATEST(d, '2024-02-01', '2023-12-31') FROM dd WHERE id = 1", "2024-01-05|2024-01-05|2024-01-05 10:11:12|2024|2024-02-01"},
 		{"SELECT GREATEST(d, '2024-01-01') FROM dd WHERE id = 2", "NULL"},
 		{"SELECT COUNT(*) FROM dd a JOIN dd b USING (id) WHERE GREATEST(a.d, '2024-01-01') = '2024-01-05'", "1"},
+		// so is a CASE of a date and a string (it was '2024-01-05 00:00:00')
+		{"SELECT CASE WHEN id = 1 THEN d ELSE 'none' END, CASE id WHEN 2 THEN 'x' ELSE dt END, CASE WHEN d > '2024-01-01' THEN y ELSE 'old' END FROM dd WHERE id = 1",
+			"2024-01-05|2024-01-05 10:11:12|2024"},
+		{"SELECT CASE WHEN a.id = 1 THEN a.d ELSE 'none' END FROM dd a JOIN dd b USING (id) ORDER BY a.id", "2024-01-05\nnone"},
 	})
 }
 
