@@ -158,8 +158,11 @@ func init() {
 		}
 		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 			e, err := inner.NewInstance(ctx, args)
-			if err != nil || !e.Resolved() || !types.IsText(e.Type(ctx)) || len(args) <= from {
+			if err != nil || !e.Resolved() || len(args) <= from {
 				return e, err
+			}
+			if r := ownPrecision(ctx, e, args[from:]); r != e || !types.IsText(e.Type(ctx)) {
+				return r, nil
 			}
 			out, wrapped := textArgs(ctx, args[from:])
 			if !wrapped {
@@ -177,10 +180,79 @@ func init() {
 			if stringsAndTimes(ctx, args) {
 				args, _ = textArgs(ctx, args)
 			}
-			return inner.NewInstance(ctx, args)
+			e, err := inner.NewInstance(ctx, args)
+			if err != nil || !e.Resolved() {
+				return e, err
+			}
+			return ownPrecision(ctx, e, args), nil
 		}
 	}
 	wrapBuiltIns(function.BuiltIns, wraps)
+}
+
+// ownPrecision retypes e, one of args (IFNULL, COALESCE, IF, GREATEST,
+// LEAST), as MySQL types a mix of DATE, DATETIME and TIMESTAMP values: a
+// DATETIME of the arguments' largest fraction. go-mysql-server typed it
+// DATETIME(6) (IFNULL(d, dt) printed '2024-01-05 00:00:00.000000') or as
+// a string (COALESCE(d, dt) printed a DATE). Other mixes are left alone.
+func ownPrecision(ctx *sql.Context, e sql.Expression, args []sql.Expression) sql.Expression {
+	var first sql.Type
+	mixed, p := false, 0
+	for _, a := range args {
+		t := a.Type(ctx)
+		if t == types.Null {
+			continue
+		}
+		at, ok := t.(sql.DatetimeType)
+		if !ok {
+			return e
+		}
+		if first == nil {
+			first = t
+		} else if !t.Equals(first) {
+			mixed = true
+		}
+		if at.Type() != sqltypes.Date {
+			p = max(p, at.Precision())
+		}
+	}
+	want := types.MustCreateDatetimeType(sqltypes.Datetime, p)
+	if !mixed || e.Type(ctx).Equals(want) {
+		return e
+	}
+	return &retyped{UnaryExpressionStub: expression.UnaryExpressionStub{Child: e}, typ: want}
+}
+
+// retyped is an expression with another type, its values converted to it.
+type retyped struct {
+	expression.UnaryExpressionStub
+	typ sql.Type
+}
+
+var _ sql.Expression = (*retyped)(nil)
+
+// Type implements sql.Expression.
+func (r *retyped) Type(*sql.Context) sql.Type { return r.typ }
+
+// Eval implements sql.Expression.
+func (r *retyped) Eval(ctx *sql.Context, row sql.Row) (any, error) {
+	v, err := r.Child.Eval(ctx, row)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	v, _, err = r.typ.Convert(ctx, v)
+	return v, err
+}
+
+// String implements sql.Expression.
+func (r *retyped) String() string { return r.Child.String() }
+
+// WithChildren implements sql.Expression.
+func (r *retyped) WithChildren(_ *sql.Context, children ...sql.Expression) (sql.Expression, error) {
+	if len(children) != 1 {
+		return nil, sql.ErrInvalidChildrenNumber.New(r, len(children), 1)
+	}
+	return &retyped{UnaryExpressionStub: expression.UnaryExpressionStub{Child: children[0]}, typ: r.typ}, nil
 }
 
 // stringsAndTimes reports whether args are strings and temporal values,

@@ -206,6 +206,11 @@ func TestDatesAsText(t *testing.T) {
 			"GREATEST(d, '2024-02-01', '2023-12-31') FROM dd WHERE id = 1", "2024-01-05|2024-01-05|2024-01-05 10:11:12|2024|2024-02-01"},
 		{"SELECT GREATEST(d, '2024-01-01') FROM dd WHERE id = 2", "NULL"},
 		{"SELECT COUNT(*) FROM dd a JOIN dd b USING (id) WHERE GREATEST(a.d, '2024-01-01') = '2024-01-05'", "1"},
+		// a mix of DATE, DATETIME and TIMESTAMP values is a DATETIME of the
+		// largest fraction (six zero decimals were printed, or a DATE)
+		{"SELECT IFNULL(d, dt), COALESCE(d, dt, d2), IF(id = 1, d, dt), GREATEST(d, dt), LEAST(d, d2), IFNULL(d2, ts), IFNULL(d, d) FROM dd WHERE id = 1",
+			"2024-01-05 00:00:00|2024-01-05 00:00:00.00|2024-01-05 00:00:00|2024-01-05 10:11:12|2024-01-05 00:00:00.00|2024-01-05 10:11:12.250000|2024-01-05"},
+		{"SELECT IFNULL(a.d, b.dt) FROM dd a JOIN dd b USING (id) WHERE a.id = 1", "2024-01-05 00:00:00"},
 		// so is a CASE of a date and a string (it was '2024-01-05 00:00:00')
 		{"SELECT CASE WHEN id = 1 THEN d ELSE 'none' END, CASE id WHEN 2 THEN 'x' ELSE dt END, CASE WHEN d > '2024-01-01' THEN y ELSE 'old' END FROM dd WHERE id = 1",
 			"2024-01-05|2024-01-05 10:11:12|2024"},
