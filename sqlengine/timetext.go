@@ -90,8 +90,9 @@ func timeAsText(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.T
 }
 
 // wrapTimeArgs wraps the temporal arguments of e, if e is one of the
-// string functions and operators (see above), or a DATE's or DATETIME's
-// if e reads its arguments as numbers (see timeNumber).
+// string functions and operators (see above) or a CASE typed as a string
+// (caseAsText), or its DATE, DATETIME and TIMESTAMP arguments if e reads
+// its arguments as numbers (timeNumber).
 func wrapTimeArgs(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 	if c, ok := e.(*expression.Case); ok {
 		return caseAsText(ctx, c)
