@@ -34,21 +34,13 @@ func readsNumber(ctx *sql.Context, e sql.Expression) bool {
 // numberArgs returns args with every DATE, DATETIME and TIMESTAMP one read
 // as its number (timeNumber); wrapped reports whether there was one.
 func numberArgs(ctx *sql.Context, args []sql.Expression) (out []sql.Expression, wrapped bool) {
-	out = args
-	for i, a := range args {
-		if !a.Resolved() {
-			continue
-		}
-		typ, ok := a.Type(ctx).(sql.DatetimeType)
+	return wrapArgs(ctx, args, func(a sql.Expression, t sql.Type) sql.Expression {
+		typ, ok := t.(sql.DatetimeType)
 		if !ok {
-			continue
+			return nil
 		}
-		if !wrapped {
-			out, wrapped = append([]sql.Expression(nil), args...), true
-		}
-		out[i] = &timeNumber{UnaryExpressionStub: expression.UnaryExpressionStub{Child: a}, typ: typ}
-	}
-	return out, wrapped
+		return &timeNumber{UnaryExpressionStub: expression.UnaryExpressionStub{Child: a}, typ: typ}
+	})
 }
 
 // timeNumber is a DATE, DATETIME or TIMESTAMP read as a number, as MySQL
@@ -90,16 +82,8 @@ func (t *timeNumber) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	if p == 0 {
 		return n, nil
 	}
-	frac := int64(tm.Nanosecond()/1000) / pow10(6-p)
-	return decimal.New(n, 0).Add(decimal.New(frac, -int32(p))), nil
-}
-
-func pow10(n int) int64 {
-	r := int64(1)
-	for ; n > 0; n-- {
-		r *= 10
-	}
-	return r
+	frac := decimal.New(int64(tm.Nanosecond()/1000), -6).Truncate(int32(p))
+	return decimal.New(n, 0).Add(frac), nil
 }
 
 // String implements sql.Expression.

@@ -118,15 +118,31 @@ func wrapTimeArgs(ctx *sql.Context, e sql.Expression) (sql.Expression, transform
 // textArgs returns args with every temporal one read as its text
 // (timeText); wrapped reports whether there was one.
 func textArgs(ctx *sql.Context, args []sql.Expression) (out []sql.Expression, wrapped bool) {
+	return wrapArgs(ctx, args, func(a sql.Expression, t sql.Type) sql.Expression {
+		if !hasText(t) { // HEX(*) is an error later
+			return nil
+		}
+		return &timeText{UnaryExpressionStub: expression.UnaryExpressionStub{Child: a}, typ: t}
+	})
+}
+
+// wrapArgs returns args with each resolved one that wrap (given it and its
+// type) wraps replaced by the wrapper, and args itself when wrap wraps
+// none (wrapped false).
+func wrapArgs(ctx *sql.Context, args []sql.Expression, wrap func(sql.Expression, sql.Type) sql.Expression) (out []sql.Expression, wrapped bool) {
 	out = args
 	for i, a := range args {
-		if !a.Resolved() || !hasText(a.Type(ctx)) { // HEX(*) is an error later
+		if !a.Resolved() {
+			continue
+		}
+		w := wrap(a, a.Type(ctx))
+		if w == nil {
 			continue
 		}
 		if !wrapped {
 			out, wrapped = append([]sql.Expression(nil), args...), true
 		}
-		out[i] = &timeText{UnaryExpressionStub: expression.UnaryExpressionStub{Child: a}, typ: a.Type(ctx)}
+		out[i] = w
 	}
 	return out, wrapped
 }
