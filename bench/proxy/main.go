@@ -5,13 +5,16 @@
 //	(a) one node,
 //	(b) a 3-node cluster with wsrep_sync_wait=1 on every connection,
 //	(c) the same cluster through `certus proxy` with causal routing
-//	    (critical reads by a rule with critical=sync_wait).
+//	    (critical reads by a rule with critical=sync_wait),
+//	(d) the cluster on direct connections without sync wait (stale reads
+//	    possible): the baseline for the latency the proxy adds under load.
 //
 // It starts the nodes and the proxy itself, counts stale reads (a read of
 // the client's own row older than its last write, or a critical read
 // older than what any client had acknowledged), and prints one table.
 // It then measures the latency the proxy adds to a point read against a
-// direct connection. It holds flock /tmp/bench.lock while it runs.
+// direct connection, next to HAProxy in TCP mode in front of the same node
+// when haproxy is installed. It holds flock /tmp/bench.lock while it runs.
 //
 //	go run ./bench/proxy [-duration 15s] [-clients 12] [-profile DIR]
 package main
@@ -92,12 +95,12 @@ func main() {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}()
-	start := func(name string, args ...string) {
+	startProg := func(name, prog string, args ...string) {
 		logf, err := os.Create(filepath.Join(dir, name+".log"))
 		if err != nil {
 			log.Fatal(err)
 		}
-		c := exec.Command(*bin, args...)
+		c := exec.Command(prog, args...)
 		c.Stdout, c.Stderr = logf, logf
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := c.Start(); err != nil {
@@ -105,6 +108,7 @@ func main() {
 		}
 		procs = append(procs, c)
 	}
+	start := func(name string, args ...string) { startProg(name, *bin, args...) }
 
 	type node struct{ sql, http, peer string }
 	var nodes []node
@@ -152,6 +156,7 @@ func main() {
 		go profileAll(targets, *profileDir, *duration)
 	}
 	results = append(results, w.run("(c) proxy, causal routing", func(i int) string { return dsn(proxyAddr, "") }))
+	results = append(results, w.run("(d) cluster, no sync wait", func(i int) string { return dsn(nodes[i%3].sql, "") }))
 
 	fmt.Printf("%-32s %9s %13s %13s %9s %9s %9s %9s %7s %7s\n", "setup", "writes/s", "crit reads/s", "other reads/s",
 		"read p50", "read p95", "write p50", "write p95", "stale", "errors")
@@ -159,17 +164,52 @@ func main() {
 		fmt.Printf("%-32s %9.0f %13.0f %13.0f %8.2fms %8.2fms %8.2fms %8.2fms %7d %7d\n", r.name, r.writes, r.crit, r.reads,
 			ms(r.readLat.pct(50)), ms(r.readLat.pct(95)), ms(r.writeLat.pct(50)), ms(r.writeLat.pct(95)), r.stale, r.errors)
 	}
-	b, c := results[1], results[2]
+	b, c, d := results[1], results[2], results[3]
 	fmt.Printf("\n(c) vs (b): reads/s %+.0f%% (all reads: %.0f vs %.0f), writes/s %+.0f%%\n",
 		100*((c.reads+c.crit)/(b.reads+b.crit)-1), c.reads+c.crit, b.reads+b.crit, 100*(c.writes/b.writes-1))
+	fmt.Printf("(c) vs (d), the same load on direct connections that may read stale rows: reads/s %+.0f%%, read p50 %+.0f%%, mean %+.0f%%\n",
+		100*((c.reads+c.crit)/(d.reads+d.crit)-1), 100*(float64(c.readLat.pct(50))/float64(d.readLat.pct(50))-1),
+		100*(c.readLat.mean()/d.readLat.mean()-1))
 
 	// latency the proxy adds to one point read (one session, no writes)
-	direct := probe(dsn(nodes[1].sql, ""), *probes, nrows)
-	proxied := probe(dsn(proxyAddr, ""), *probes, nrows)
-	fmt.Printf("\nlatency probe, %d sequential point reads, one session:\n", *probes)
-	fmt.Printf("  direct to a node: p50 %.3fms  mean %.3fms\n", ms(direct.pct(50)), ms(direct.mean()))
-	fmt.Printf("  through the proxy: p50 %.3fms  mean %.3fms  (%+.0f%% p50, %+.0f%% mean)\n", ms(proxied.pct(50)), ms(proxied.mean()),
-		100*(float64(proxied.pct(50))/float64(direct.pct(50))-1), 100*(proxied.mean()/direct.mean()-1))
+	// HAProxy in TCP mode in front of the same node, when installed: the
+	// cost of a hop that does not even parse the protocol
+	haproxyAddr := ""
+	if prog, err := exec.LookPath("haproxy"); err == nil {
+		haproxyAddr = freePort()
+		cfg := fmt.Sprintf("global\n  maxconn 256\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n"+
+			"listen node2\n  bind %s\n  server n2 %s\n", haproxyAddr, nodes[1].sql)
+		cfgFile := filepath.Join(dir, "haproxy.cfg")
+		if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		startProg("haproxy", prog, "-db", "-f", cfgFile)
+		waitListening(haproxyAddr)
+	}
+	fmt.Printf("\nlatency probe, %d sequential point reads, one session, alternating:\n", *probes)
+	hops := []struct{ name, addr string }{{"direct to a node", nodes[1].sql}, {"through the proxy", proxyAddr}}
+	if haproxyAddr != "" {
+		hops = append(hops, struct{ name, addr string }{"through HAProxy (TCP)", haproxyAddr})
+	}
+	lats := make([]*latencies, len(hops))
+	for i := range lats {
+		lats[i] = &latencies{}
+	}
+	const rounds = 5
+	for r := 0; r < rounds; r++ {
+		for i, h := range hops {
+			lats[i].merge(probe(dsn(h.addr, ""), *probes/rounds, nrows))
+		}
+	}
+	direct := lats[0]
+	for i, h := range hops {
+		fmt.Printf("  %-22s p50 %.3fms  mean %.3fms", h.name+":", ms(lats[i].pct(50)), ms(lats[i].mean()))
+		if i > 0 {
+			fmt.Printf("  (%+.0f%% p50, %+.0f%% mean)", 100*(float64(lats[i].pct(50))/float64(direct.pct(50))-1),
+				100*(lats[i].mean()/direct.mean()-1))
+		}
+		fmt.Println()
+	}
 	var backends []struct {
 		Name    string `json:"name"`
 		Queries int64  `json:"queries"`
@@ -306,6 +346,13 @@ func (l *latencies) add(d time.Duration) {
 	l.mu.Unlock()
 }
 
+// merge adds o's samples to l.
+func (l *latencies) merge(o *latencies) {
+	l.mu.Lock()
+	l.d = append(l.d, o.d...)
+	l.mu.Unlock()
+}
+
 func (l *latencies) pct(p int) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -387,6 +434,19 @@ func profileAll(targets map[string]string, dir string, dur time.Duration) {
 		}()
 	}
 	wg.Wait()
+}
+
+// waitListening waits until addr accepts TCP connections.
+func waitListening(addr string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	log.Fatalf("%s does not accept connections", addr)
 }
 
 func waitProxy(admin string) {
