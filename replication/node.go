@@ -296,7 +296,12 @@ type Stats struct {
 	// a raft round (LeaseRead), ReadLinkRounds the rounds a follower sent
 	// over its read link.
 	LeaseReads, ReadLinkRounds atomic.Uint64
-	Compactions                atomic.Uint64 // raft log compactions
+	// SyncWaits counts the causal waits (StartSyncWait) sessions waited
+	// for; SyncWaitNanos is the time they were blocked in them, and
+	// SyncWaitApplyNanos the part of it after the cluster's commit index
+	// was known, spent until this node had applied up to it.
+	SyncWaits, SyncWaitNanos, SyncWaitApplyNanos atomic.Uint64
+	Compactions                                  atomic.Uint64 // raft log compactions
 	// DepsDistance sums, over write-sets dispatched to parallel apply,
 	// their index minus the index they waited for (DepsCount of them):
 	// wsrep_cert_deps_distance is the mean.

@@ -341,11 +341,19 @@ func (n *Node) WaitApplied(ctx context.Context, seqno uint64) error {
 func (n *Node) StartSyncWait() func(context.Context) error {
 	answer := n.askReadIndex()
 	return func(ctx context.Context) error {
+		start := time.Now()
 		idx, err := answer(ctx)
 		if err != nil {
 			return err
 		}
-		return n.WaitApplied(ctx, idx)
+		known := time.Now()
+		err = n.WaitApplied(ctx, idx)
+		end := time.Now()
+		st := &n.core.stats
+		st.SyncWaits.Add(1)
+		st.SyncWaitNanos.Add(uint64(end.Sub(start)))
+		st.SyncWaitApplyNanos.Add(uint64(end.Sub(known)))
+		return err
 	}
 }
 

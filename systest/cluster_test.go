@@ -253,6 +253,16 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 	if link+lease < int64(tries)/2 {
 		t.Fatalf("only %d of %d waits went over the read link or the lease", link+lease, tries)
 	}
+	// every read blocked in one wait (a BEGIN's unused wait is not
+	// counted), and the status variables tell how long
+	if n := qStatus(t, c.Nodes[1], "certus_sync_waits"); n != int64(tries) {
+		t.Fatalf("certus_sync_waits = %d after %d reads that waited", n, tries)
+	}
+	total, apply := qStatusFloat(t, c.Nodes[1], "certus_sync_wait_seconds"), qStatusFloat(t, c.Nodes[1], "certus_sync_wait_apply_seconds")
+	t.Logf("node 2: waits took %.3f s, %.3f s of it applying", total, apply)
+	if total <= 0 || apply < 0 || apply > total {
+		t.Fatalf("certus_sync_wait_seconds = %v, certus_sync_wait_apply_seconds = %v", total, apply)
+	}
 }
 
 // TestKillNodeDuringLoad kills one node with SIGKILL while all three take

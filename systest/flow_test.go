@@ -133,6 +133,12 @@ func TestFlowControlHoldsASlowNodeNearTheCluster(t *testing.T) {
 // qStatus reads a numeric global status variable of node n.
 func qStatus(t testing.TB, n *testcluster.Node, name string) int64 {
 	t.Helper()
+	return int64(qStatusFloat(t, n, name))
+}
+
+// qStatusFloat reads a numeric status variable of n.
+func qStatusFloat(t testing.TB, n *testcluster.Node, name string) float64 {
+	t.Helper()
 	var k, v string
 	if err := n.DB("").QueryRow("SHOW GLOBAL STATUS LIKE '"+name+"'").Scan(&k, &v); err != nil {
 		t.Fatalf("%s: %s: %v", n.Name, name, err)
@@ -141,5 +147,5 @@ func qStatus(t testing.TB, n *testcluster.Node, name string) int64 {
 	if err != nil {
 		t.Fatalf("%s: %s = %q: %v", n.Name, name, v, err)
 	}
-	return int64(x)
+	return x
 }
