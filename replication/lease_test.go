@@ -105,7 +105,7 @@ func (n *leaseNet) step() {
 }
 
 func (n *leaseNet) process(id uint64) {
-	msgs, err := n.cores[id].Process()
+	msgs, err := n.cores[id].Process(func(early []*pb.Message) { n.queue = append(n.queue, early...) })
 	if err != nil {
 		n.t.Fatal(err)
 	}

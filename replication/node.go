@@ -457,6 +457,10 @@ func (n *Node) run() {
 	}
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
+	var sendEarly func([]*pb.Message)
+	if n.cfg.Transport != nil {
+		sendEarly = n.cfg.Transport.Send
+	}
 	var stalls stallLog
 	lastTick := time.Now()
 	for {
@@ -501,7 +505,7 @@ func (n *Node) run() {
 		}
 		start := time.Now()
 		n.processing.Store(start.UnixNano())
-		msgs, err := n.core.Process()
+		msgs, err := n.core.Process(sendEarly)
 		n.processing.Store(0)
 		stalls.note(n, "persisting raft's output took long", time.Since(start))
 		if n.cfg.Transport != nil && len(msgs) > 0 {

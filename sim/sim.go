@@ -386,7 +386,7 @@ func (w *world) clockTime() time.Duration { return time.Duration(w.tick) * simTi
 
 // process lets the node's core handle what it has ready.
 func (n *node) process() {
-	msgs, err := n.core.Process()
+	msgs, err := n.core.Process(func(early []*pb.Message) { n.w.net.send(n.w.tick, early) })
 	if n.transferFailed {
 		// the node gave up a state transfer: down until its restart,
 		// which finishes the transfer first
