@@ -36,12 +36,15 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"golang.org/x/sys/unix"
 
 	"github.com/certusdb/certus/bench"
 )
@@ -55,6 +58,7 @@ func main() {
 	profileDir := flag.String("profile", "", "save CPU profiles of the proxy and the nodes during (c) into this directory")
 	proxyCfg := flag.String("proxy-config", `{"rules": [{"name": "critical", "match": "/\\* critical \\*/", "critical": "sync_wait"}]}`,
 		"the proxy's configuration (JSON)")
+	splitCPUs := flag.Bool("split-cpus", false, "run the nodes on the first half of the CPUs and the clients, the proxy and HAProxy on the other half, as when the proxy runs on the application's hosts")
 	flag.Parse()
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
 
@@ -95,10 +99,25 @@ func main() {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}()
+	var nodeCPUs, appCPUs string
+	if *splitCPUs {
+		nodeCPUs, appCPUs = cpuHalves()
+		if err := pinSelf(appCPUs); err != nil {
+			log.Fatalf("-split-cpus: %v", err)
+		}
+	}
 	startProg := func(name, prog string, args ...string) {
 		logf, err := os.Create(filepath.Join(dir, name+".log"))
 		if err != nil {
 			log.Fatal(err)
+		}
+		if *splitCPUs {
+			cpus := appCPUs
+			if name != "proxy" && name != "haproxy" {
+				cpus = nodeCPUs
+			}
+			args = append([]string{"-c", cpus, prog}, args...)
+			prog = "taskset"
 		}
 		c := exec.Command(prog, args...)
 		c.Stdout, c.Stderr = logf, logf
@@ -141,8 +160,12 @@ func main() {
 	setup.Close()
 
 	w := workload{clients: *clients, rowsPer: *rowsPer, dur: *duration, acked: make([]atomic.Int64, nrows)}
-	fmt.Printf("seed scenario: %d client sessions, 10%% writes / 90%% reads, 5%% of reads critical, %v per setup, 3 nodes on %d cores\n\n",
+	fmt.Printf("seed scenario: %d client sessions, 10%% writes / 90%% reads, 5%% of reads critical, %v per setup, 3 nodes on %d cores\n",
 		*clients, *duration, runtime.NumCPU())
+	if *splitCPUs {
+		fmt.Printf("nodes on CPUs %s; clients, proxy and HAProxy on CPUs %s\n", nodeCPUs, appCPUs)
+	}
+	fmt.Println()
 	var results []result
 	results = append(results, w.run("(a) one node", func(i int) string { return dsn(nodes[0].sql, "") }))
 	results = append(results, w.run("(b) cluster, wsrep_sync_wait=1", func(i int) string {
@@ -465,4 +488,51 @@ func waitProxy(admin string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	log.Fatal("proxy did not learn the cluster")
+}
+
+// cpuHalves splits the CPUs this process may use into two lists for
+// taskset: the first half and the rest.
+func cpuHalves() (first, second string) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		log.Fatalf("-split-cpus: %v", err)
+	}
+	var cpus []string
+	for i := 0; i < len(set)*64; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, strconv.Itoa(i))
+		}
+	}
+	if len(cpus) < 2 {
+		log.Fatal("-split-cpus needs at least two CPUs")
+	}
+	h := len(cpus) / 2
+	return strings.Join(cpus[:h], ","), strings.Join(cpus[h:], ",")
+}
+
+// pinSelf restricts every thread of this process (and so the threads it
+// starts later) to the CPUs of list.
+func pinSelf(list string) error {
+	var set unix.CPUSet
+	for _, c := range strings.Split(list, ",") {
+		i, err := strconv.Atoi(c)
+		if err != nil {
+			return err
+		}
+		set.Set(i)
+	}
+	tids, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	for _, t := range tids {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil {
+			return err
+		}
+	}
+	return nil
 }
