@@ -64,6 +64,8 @@ type Proxy struct {
 	// gtidQueries counts commits whose GTID the node did not send in the
 	// OK packet, so the proxy had to ask WSREP_LAST_WRITTEN_GTID().
 	gtidQueries atomic.Int64
+	// started is when the proxy started (Uptime of COM_STATISTICS).
+	started time.Time
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -89,7 +91,7 @@ func New(cfg *config.Config, path string, log *slog.Logger) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{log: log, path: path, stats: stats.New(), sessions: map[uint32]*session{}}
+	p := &Proxy{log: log, path: path, stats: stats.New(), sessions: map[uint32]*session{}, started: time.Now()}
 	p.conns.PerProc = 2
 	p.cfg.Store(cfg)
 	p.rules.Store(rs)
@@ -314,6 +316,27 @@ func (p *Proxy) noteApplied(node string, seqno uint64) {
 			return
 		}
 	}
+}
+
+// statistics answers COM_STATISTICS (mysqladmin status) for the proxy
+// itself: its uptime, its client sessions and the statements it ran on
+// the nodes; it keeps no table or slow-query counts of its own.
+func (p *Proxy) statistics() string {
+	p.mu.Lock()
+	threads := len(p.sessions)
+	p.mu.Unlock()
+	var questions int64
+	p.served.Range(func(_, v any) bool {
+		questions += v.(*atomic.Int64).Load()
+		return true
+	})
+	uptime := int64(time.Since(p.started).Seconds())
+	qps := 0.0
+	if uptime > 0 {
+		qps = float64(questions) / float64(uptime)
+	}
+	return fmt.Sprintf("Uptime: %d  Threads: %d  Questions: %d  Slow queries: 0  Opens: 0  Flush tables: 0  Open tables: 0  Queries per second avg: %.3f",
+		uptime, threads, questions, qps)
 }
 
 // countServed counts a statement served by node.

@@ -228,6 +228,11 @@ func (s *session) dispatch(cmd byte, data []byte) error {
 		return errQuit
 	case mysqlproto.ComPing:
 		return s.writeOK()
+	case mysqlproto.ComStatistics:
+		if err := s.c.WritePacket([]byte(s.p.statistics())); err != nil {
+			return err
+		}
+		return s.c.Flush()
 	case mysqlproto.ComQuery:
 		q := string(data)
 		return s.query(q)

@@ -182,7 +182,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	scfg := server.Config{
 		Protocol:       "tcp",
 		Address:        cfg.Addr,
-		Listener:       trackListener{Listener: ln, accepted: s.refreshPrivileges},
+		Listener:       trackListener{Listener: ln, accepted: s.refreshPrivileges, statistics: statistics},
 		Version:        fmt.Sprintf("%d.%d.%d-Certus", versionID/10000, versionID/100%100, versionID%100),
 		MaxConnections: cfg.MaxConnections,
 	}

@@ -36,6 +36,9 @@ type trackListener struct {
 	// accepted runs before a new connection's handshake (which
 	// authenticates the user).
 	accepted func()
+	// statistics answers COM_STATISTICS (nil: the command goes to the
+	// protocol library, which refuses it).
+	statistics func() string
 }
 
 func (l trackListener) Accept() (net.Conn, error) {
@@ -46,7 +49,7 @@ func (l trackListener) Accept() (net.Conn, error) {
 	if l.accepted != nil {
 		l.accepted()
 	}
-	tc := &trackConn{Conn: c}
+	tc := &trackConn{Conn: c, stats: l.statistics}
 	if d := directio.New(c, &clientConns); d != nil {
 		tc.io = d
 	} else {
@@ -76,6 +79,14 @@ type trackConn struct {
 
 	respSeen bool
 	resp     []byte // the client's handshake response, until its flags are known
+
+	// The client's packets, followed to find where each begins: rhdr is a
+	// partial header, rleft the payload bytes of the current packet still
+	// to come. A COM_STATISTICS packet is answered here with stats and
+	// not passed on.
+	stats func() string
+	rhdr  []byte
+	rleft int
 
 	// wbuf holds what was written since the connection last read: the
 	// packets of one response (a prepare's OK, parameter and column
@@ -129,28 +140,70 @@ func (c *trackConn) AttachGTID(gtid string) {
 }
 
 // Read passes data through, noting the client's capabilities from its
-// handshake response.
+// handshake response and answering COM_STATISTICS itself.
 func (c *trackConn) Read(b []byte) (int, error) {
-	c.mu.Lock()
-	ferr := c.flush() // the response is complete: the server waits for the next command
-	c.mu.Unlock()
-	if ferr != nil {
-		return 0, ferr
-	}
-	n, err := c.io.Read(b)
-	if n > 0 {
+	for {
 		c.mu.Lock()
-		if !c.respSeen {
-			c.resp = append(c.resp, b[:n]...)
-			if len(c.resp) >= 8 {
-				flags := binary.LittleEndian.Uint32(c.resp[4:8])
-				c.tracking = flags&capSessionTrack != 0
-				c.respSeen, c.resp = true, nil
-			}
-		}
+		ferr := c.flush() // the response is complete: the server waits for the next command
 		c.mu.Unlock()
+		if ferr != nil {
+			return 0, ferr
+		}
+		n, err := c.io.Read(b)
+		if n > 0 {
+			c.mu.Lock()
+			if !c.respSeen {
+				c.resp = append(c.resp, b[:n]...)
+				if len(c.resp) >= 8 {
+					flags := binary.LittleEndian.Uint32(c.resp[4:8])
+					c.tracking = flags&capSessionTrack != 0
+					c.respSeen, c.resp = true, nil
+				}
+			}
+			n = c.filterRead(b[:n])
+			c.mu.Unlock()
+		}
+		if n > 0 || err != nil {
+			return n, err
+		}
+		// everything read was answered here: wait for the next command
 	}
-	return n, err
+}
+
+// filterRead follows the client's packets through p, removes a
+// COM_STATISTICS packet that p holds whole with nothing before it (a
+// client sends it alone and waits for the answer; the server has answered
+// every earlier command, since it reads only when it needs the next one)
+// and queues its answer; it returns the length of what is left in p. c.mu
+// is held.
+func (c *trackConn) filterRead(p []byte) int {
+	out := p[:0] // what is kept, moved down in place
+	for i := 0; i < len(p); {
+		if c.rleft > 0 {
+			k := min(c.rleft, len(p)-i)
+			out = append(out, p[i:i+k]...)
+			c.rleft -= k
+			i += k
+			continue
+		}
+		if len(c.rhdr) == 0 && len(out) == 0 && c.stats != nil && len(p)-i >= 5 &&
+			p[i] == 1 && p[i+1] == 0 && p[i+2] == 0 && p[i+3] == 0 && p[i+4] == comStatistics {
+			answer := c.stats()
+			c.wbuf = append(c.wbuf, byte(len(answer)), byte(len(answer)>>8), byte(len(answer)>>16), 1)
+			c.wbuf = append(c.wbuf, answer...)
+			i += 5
+			continue
+		}
+		k := min(4-len(c.rhdr), len(p)-i)
+		c.rhdr = append(c.rhdr, p[i:i+k]...)
+		out = append(out, p[i:i+k]...)
+		i += k
+		if len(c.rhdr) == 4 {
+			c.rleft = int(c.rhdr[0]) | int(c.rhdr[1])<<8 | int(c.rhdr[2])<<16
+			c.rhdr = c.rhdr[:0]
+		}
+	}
+	return len(out)
 }
 
 // Write parses packet boundaries and rewrites the greeting and tagged OK

@@ -164,6 +164,27 @@ func TestProxy(t *testing.T) {
 	t.Run("Warnings", func(t *testing.T) { testProxyWarnings(t, c) })
 	t.Run("LastInsertID", func(t *testing.T) { testProxyLastInsertID(t, c) })
 	t.Run("FoundRows", func(t *testing.T) { testProxyFoundRows(t, c) })
+	t.Run("AdminStatus", func(t *testing.T) { testProxyAdminStatus(t, c) })
+}
+
+// testProxyAdminStatus: `mysqladmin status` through the proxy answers the
+// proxy's own uptime, sessions and statements run on the nodes.
+func testProxyAdminStatus(t *testing.T, c *testcluster.Cluster) {
+	if _, err := exec.LookPath("mysqladmin"); err != nil {
+		t.Skip("mysqladmin not installed")
+	}
+	p := startProxy(t, c, `{}`)
+	db := p.DB("", "")
+	_, threads, before := adminStatus(t, p.Addr)
+	if threads < 1 {
+		t.Fatalf("Threads: %d with mysqladmin connected", threads)
+	}
+	for i := 0; i < 5; i++ {
+		mustExec(t, db, "DO 1")
+	}
+	if _, _, after := adminStatus(t, p.Addr); after < before+5 {
+		t.Fatalf("Questions: %d, then %d after five statements", before, after)
+	}
 }
 
 // testProxyFoundRows: FOUND_ROWS() after SELECT SQL_CALC_FOUND_ROWS ...
