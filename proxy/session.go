@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/certusdb/certus/internal/comrefresh"
 	"github.com/certusdb/certus/proxy/backend"
 	"github.com/certusdb/certus/proxy/mysqlproto"
 	"github.com/certusdb/certus/proxy/sqltext"
@@ -228,6 +229,11 @@ func (s *session) dispatch(cmd byte, data []byte) error {
 		return errQuit
 	case mysqlproto.ComPing:
 		return s.writeOK()
+	case comrefresh.Command:
+		if len(data) != 1 {
+			return s.writeErr(errMalformed)
+		}
+		return s.query(comrefresh.Statement(data[0]))
 	case mysqlproto.ComStatistics:
 		if err := s.c.WritePacket([]byte(s.p.statistics())); err != nil {
 			return err

@@ -202,15 +202,3 @@ func (h *Handler) showDiagnostics(s *Session, query string, out func(*sqltypes.R
 	s.ClearWarningCount() // the result itself raised none
 	return true, out(res)
 }
-
-// flushLogs answers FLUSH [LOCAL | NO_WRITE_TO_BINLOG] [BINARY | ENGINE |
-// ERROR | GENERAL | RELAY | SLOW] LOGS, which backup scripts (mysqldump
-// --flush-logs) send: Certus writes no binary, relay, general or slow log,
-// and its own log goes to standard error, so there is nothing to close
-// and reopen. As in MySQL, it needs the RELOAD privilege.
-func (h *Handler) flushLogs(ctx context.Context, s *Session, out func(*sqltypes.Result) error) error {
-	if !h.holds(ctx, s, sql.PrivilegeType_Reload) {
-		return ErrReloadDenied
-	}
-	return out(&sqltypes.Result{})
-}

@@ -54,19 +54,6 @@ type StatusFlusher interface {
 	FlushStatus()
 }
 
-// flushStatus answers FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, which
-// go-mysql-server refuses and Galera scripts run before they measure. As
-// in MySQL, it needs the RELOAD privilege.
-func (h *Handler) flushStatus(ctx context.Context, s *Session, callback func(*sqltypes.Result) error) error {
-	if !h.holds(ctx, s, sql.PrivilegeType_Reload) {
-		return ErrReloadDenied
-	}
-	if f, ok := h.cluster.(StatusFlusher); ok {
-		f.FlushStatus()
-	}
-	return callback(&sqltypes.Result{})
-}
-
 // Handler wraps go-mysql-server's protocol handler: it turns errors into
 // MySQL's codes and SQLSTATEs, refuses work outside the primary component
 // (1047), waits for causal reads (wsrep_sync_wait), retries autocommit
@@ -116,9 +103,9 @@ type stmtInfo struct {
 	empty        bool // no SQL at all (1065)
 	ddl          bool // CREATE, DROP, ALTER, RENAME, TRUNCATE
 	begin        bool // BEGIN, START TRANSACTION
-	flushStatus  bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS, and nothing else
-	flushLogs    bool // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] [BINARY | ...] LOGS
-	diagnostics  bool // SHOW ERRORS / WARNINGS / COUNT(*) ...: read the session's conditions
+	// flush: the options of a FLUSH the handler answers (flushOptions)
+	flush       []string
+	diagnostics bool // SHOW ERRORS / WARNINGS / COUNT(*) ...: read the session's conditions
 	// setGlobal: a SET that may assign a global (or persisted) variable,
 	// which needs SUPER or SYSTEM_VARIABLES_ADMIN
 	setGlobal  bool
@@ -169,19 +156,7 @@ func inspect(q string) stmtInfo {
 		}
 		return info
 	case "FLUSH":
-		w := lx.word()
-		if w == "LOCAL" || w == "NO_WRITE_TO_BINLOG" {
-			w = lx.word()
-		}
-		switch w {
-		case "BINARY", "ENGINE", "ERROR", "GENERAL", "RELAY", "SLOW":
-			w = lx.word()
-			return stmtInfo{nonPrimaryOK: true, flushLogs: w == "LOGS" && lx.word() == ""}
-		}
-		if w == "LOGS" {
-			return stmtInfo{nonPrimaryOK: true, flushLogs: lx.word() == ""}
-		}
-		return stmtInfo{nonPrimaryOK: true, flushStatus: w == "STATUS" && lx.word() == ""}
+		return stmtInfo{nonPrimaryOK: true, flush: flushOptions(q)}
 	case "SET":
 		info := stmtInfo{nonPrimaryOK: true, set: true}
 		if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q[lx.i:])), "PASSWORD") {
@@ -640,7 +615,7 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 // execute.
 func rewriteText(query string, multi bool) (string, bool) {
 	query, skipped := versionComments(query)
-	query = generatedParens(assignUserVars(indexHints(setKeywordValues(query))))
+	query = flushModifier(generatedParens(assignUserVars(indexHints(setKeywordValues(query)))))
 	if containsFold(query, "rollup") {
 		first, rest := query, ""
 		if multi {
@@ -694,7 +669,7 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 }
 
 // answer runs the text statements the handler answers itself (FLUSH
-// STATUS and LOGS, SHOW ENGINE INNODB STATUS, SHOW ERRORS, SELECT
+// option lists, STATUS and LOGS, SHOW ENGINE INNODB STATUS, SHOW ERRORS, SELECT
 // WSREP_SYNC_WAIT_UPTO_GTID(...), KILL of a user's own connection,
 // CHECKSUM TABLE, DO, OPTIMIZE TABLE, CHECK TABLE, password changes, the
 // fast path's shapes).
@@ -705,14 +680,11 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 		*called = true
 		return callback(r, false)
 	}
-	if info.flushStatus {
-		return nil, true, h.flushStatus(ctx, h.session(c), out)
+	if info.flush != nil {
+		return nil, true, h.flush(ctx, c, info.flush, out)
 	}
 	if info.engineStatus {
 		return nil, true, h.engineStatus(ctx, h.session(c), out)
-	}
-	if info.flushLogs {
-		return nil, true, h.flushLogs(ctx, h.session(c), out)
 	}
 	if info.diagnostics {
 		if handled, err := h.showDiagnostics(h.session(c), query, out); handled {

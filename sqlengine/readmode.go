@@ -62,7 +62,15 @@ type lexer struct {
 	i int
 }
 
-func (l *lexer) word() string {
+// word returns the next word, upper-cased, skipping quoted strings,
+// comments (but reading executable ones), numbers and punctuation; ""
+// at the end.
+func (l *lexer) word() string { return l.next(false) }
+
+// token is word, but a comma or a semicolon is a token of its own.
+func (l *lexer) token() string { return l.next(true) }
+
+func (l *lexer) next(punct bool) string {
 	for l.i < len(l.s) {
 		c := l.s[l.i]
 		switch {
@@ -96,6 +104,9 @@ func (l *lexer) word() string {
 				continue
 			}
 			return upper(l.s[start:l.i])
+		case punct && (c == ',' || c == ';'):
+			l.i++
+			return l.s[l.i-1 : l.i]
 		default:
 			l.i++
 		}

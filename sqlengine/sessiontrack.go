@@ -8,6 +8,7 @@ import (
 
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/certusdb/certus/internal/comrefresh"
 	"github.com/certusdb/certus/internal/directio"
 )
 
@@ -83,10 +84,13 @@ type trackConn struct {
 	// The client's packets, followed to find where each begins: rhdr is a
 	// partial header, rleft the payload bytes of the current packet still
 	// to come. A COM_STATISTICS packet is answered here with stats and
-	// not passed on.
+	// not passed on; a COM_REFRESH becomes the COM_QUERY of its FLUSH
+	// statement. rpend is what the server has not read yet of a packet
+	// made longer that way.
 	stats func() string
 	rhdr  []byte
 	rleft int
+	rpend []byte
 
 	// wbuf holds what was written since the connection last read: the
 	// packets of one response (a prepare's OK, parameter and column
@@ -144,6 +148,12 @@ func (c *trackConn) AttachGTID(gtid string) {
 func (c *trackConn) Read(b []byte) (int, error) {
 	for {
 		c.mu.Lock()
+		if len(c.rpend) > 0 {
+			n := copy(b, c.rpend)
+			c.rpend = c.rpend[n:]
+			c.mu.Unlock()
+			return n, nil
+		}
 		ferr := c.flush() // the response is complete: the server waits for the next command
 		c.mu.Unlock()
 		if ferr != nil {
@@ -160,7 +170,9 @@ func (c *trackConn) Read(b []byte) (int, error) {
 					c.respSeen, c.resp = true, nil
 				}
 			}
-			n = c.filterRead(b[:n])
+			pass := c.filterRead(b[:n])
+			n = copy(b, pass)
+			c.rpend = append(c.rpend, pass[n:]...)
 			c.mu.Unlock()
 		}
 		if n > 0 || err != nil {
@@ -170,14 +182,15 @@ func (c *trackConn) Read(b []byte) (int, error) {
 	}
 }
 
-// filterRead follows the client's packets through p, removes a
-// COM_STATISTICS packet that p holds whole with nothing before it (a
-// client sends it alone and waits for the answer; the server has answered
-// every earlier command, since it reads only when it needs the next one)
-// and queues its answer; it returns the length of what is left in p. c.mu
-// is held.
-func (c *trackConn) filterRead(p []byte) int {
-	out := p[:0] // what is kept, moved down in place
+// filterRead follows the client's packets through p and returns what the
+// server is to read of it. A command that p holds whole with nothing before
+// it (a client sends these alone and waits for the answer; the server has
+// answered every earlier command, since it reads only when it needs the
+// next one) is handled here: COM_STATISTICS is removed and its answer
+// queued, COM_REFRESH replaced by the COM_QUERY of its FLUSH statement.
+// c.mu is held.
+func (c *trackConn) filterRead(p []byte) []byte {
+	out := p[:0] // what is kept, moved down in place until a packet grows
 	for i := 0; i < len(p); {
 		if c.rleft > 0 {
 			k := min(c.rleft, len(p)-i)
@@ -194,6 +207,15 @@ func (c *trackConn) filterRead(p []byte) int {
 			i += 5
 			continue
 		}
+		if len(c.rhdr) == 0 && len(out) == 0 && len(p)-i >= 6 &&
+			p[i] == 2 && p[i+1] == 0 && p[i+2] == 0 && p[i+3] == 0 && p[i+4] == comrefresh.Command {
+			q := comrefresh.Statement(p[i+5])
+			grown := make([]byte, 0, 5+len(q)+len(p)-i-6)
+			grown = append(grown, byte(len(q)+1), byte((len(q)+1)>>8), 0, 0, comQuery)
+			out = append(grown, q...) // no longer in p: what follows is copied
+			i += 6
+			continue
+		}
 		k := min(4-len(c.rhdr), len(p)-i)
 		c.rhdr = append(c.rhdr, p[i:i+k]...)
 		out = append(out, p[i:i+k]...)
@@ -203,7 +225,7 @@ func (c *trackConn) filterRead(p []byte) int {
 			c.rhdr = c.rhdr[:0]
 		}
 	}
-	return len(out)
+	return out
 }
 
 // Write parses packet boundaries and rewrites the greeting and tagged OK

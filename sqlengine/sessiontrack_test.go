@@ -2,7 +2,10 @@ package sqlengine
 
 import (
 	"bytes"
+	"io"
 	"testing"
+
+	"github.com/certusdb/certus/internal/comrefresh"
 )
 
 // TestFilterReadStatistics feeds a client's bytes to trackConn's read
@@ -39,9 +42,7 @@ func TestFilterReadStatistics(t *testing.T) {
 			c := &trackConn{stats: func() string { return "Uptime: 1" }}
 			var passed []byte
 			for _, ch := range tc.chunks {
-				b := append([]byte(nil), ch...)
-				n := c.filterRead(b)
-				passed = append(passed, b[:n]...)
+				passed = append(passed, c.filterRead(append([]byte(nil), ch...))...)
 			}
 			if !bytes.Equal(passed, tc.pass) {
 				t.Fatalf("passed %v, want %v", passed, tc.pass)
@@ -51,5 +52,78 @@ func TestFilterReadStatistics(t *testing.T) {
 				t.Fatalf("answered %q, want %q", c.wbuf, want)
 			}
 		})
+	}
+}
+
+// TestFilterReadRefresh: a COM_REFRESH (mysqladmin refresh, mysqldump
+// --flush-logs) reaches the server as the COM_QUERY of its FLUSH
+// statement, followed by what came after it; one that is not alone at the
+// start of a read passes unchanged.
+func TestFilterReadRefresh(t *testing.T) {
+	refresh := []byte{2, 0, 0, 0, comrefresh.Command, comrefresh.Log}
+	flushLogs := append([]byte{11, 0, 0, 0, comQuery}, "FLUSH LOGS"...)
+	ping := []byte{1, 0, 0, 0, 0x0e}
+	for _, tc := range []struct {
+		name   string
+		chunks [][]byte
+		pass   []byte
+	}{
+		{"alone", [][]byte{refresh}, flushLogs},
+		{"then a ping", [][]byte{append(append([]byte(nil), refresh...), ping...)}, append(append([]byte(nil), flushLogs...), ping...)},
+		{"after a ping", [][]byte{append(append([]byte(nil), ping...), refresh...)}, append(append([]byte(nil), ping...), refresh...)},
+		{"split", [][]byte{refresh[:4], refresh[4:]}, refresh},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &trackConn{}
+			var passed []byte
+			for _, ch := range tc.chunks {
+				passed = append(passed, c.filterRead(append([]byte(nil), ch...))...)
+			}
+			if !bytes.Equal(passed, tc.pass) {
+				t.Fatalf("passed %q, want %q", passed, tc.pass)
+			}
+		})
+	}
+}
+
+// pipeIO is a connection's I/O for trackConn in tests: reads come from r,
+// writes go to w.
+type pipeIO struct {
+	r io.Reader
+	w bytes.Buffer
+}
+
+func (p *pipeIO) Read(b []byte) (int, error)  { return p.r.Read(b) }
+func (p *pipeIO) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p *pipeIO) Close() error                { return nil }
+
+// TestReadRefreshSmallBuffer reads a COM_REFRESH through trackConn.Read
+// into a buffer shorter than the COM_QUERY it becomes: that arrives whole
+// over several reads, and a COM_STATISTICS before it is answered, not
+// read.
+func TestReadRefreshSmallBuffer(t *testing.T) {
+	// one command per read, as a client sends them
+	in := io.MultiReader(bytes.NewReader([]byte{1, 0, 0, 0, comStatistics}),
+		bytes.NewReader([]byte{2, 0, 0, 0, comrefresh.Command, comrefresh.Grant | comrefresh.Status}))
+	want := append([]byte{25, 0, 0, 0, comQuery}, "FLUSH PRIVILEGES, STATUS"...)
+	pio := &pipeIO{r: in}
+	c := &trackConn{io: pio, respSeen: true, stats: func() string { return "x" }}
+	var got []byte
+	buf := make([]byte, 16)
+	for {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %q, want %q", got, want)
+	}
+	if a := pio.w.Bytes(); !bytes.Equal(a, []byte{1, 0, 0, 1, 'x'}) {
+		t.Fatalf("answered %q", a)
 	}
 }

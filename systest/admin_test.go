@@ -58,4 +58,20 @@ func TestAdminStatus(t *testing.T) {
 	if _, _, after := adminStatus(t, n.SQLAddr); after < before+5 {
 		t.Fatalf("Questions: %d, then %d after five statements", before, after)
 	}
+	// COM_REFRESH (refresh, flush-threads) and the FLUSH statements of the
+	// other flush commands; they need RELOAD
+	host, port, _ := net.SplitHostPort(n.SQLAddr)
+	admin := func(user string, args ...string) ([]byte, error) {
+		return exec.Command("mysqladmin", append([]string{"-h", host, "-P", port, "--protocol=tcp", "-u", user, "-ppw"}, args...)...).CombinedOutput()
+	}
+	mustExec(t, db, "CREATE USER ops IDENTIFIED BY 'pw'")
+	mustExec(t, db, "CREATE USER plain IDENTIFIED BY 'pw'")
+	mustExec(t, db, "GRANT RELOAD ON *.* TO ops")
+	if out, err := admin("ops", "refresh", "flush-threads", "flush-logs", "flush-hosts", "flush-status", "flush-privileges", "ping"); err != nil {
+		t.Fatalf("mysqladmin refresh and flushes: %v\n%s", err, out)
+	}
+	out, err := admin("plain", "refresh")
+	if err == nil || !strings.Contains(string(out), "RELOAD") {
+		t.Fatalf("mysqladmin refresh without RELOAD: %v\n%s", err, out)
+	}
 }

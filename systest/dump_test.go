@@ -66,6 +66,20 @@ func TestDumpAndRestore(t *testing.T) {
 	wantErr(t, tryExec(db, "INSERT INTO shopcopy.tags VALUES (1, 'x')"), 1062, "23000")
 	// strict mode refuses a value for a generated column, as MySQL does
 	wantErr(t, tryExec(db, "INSERT INTO shopcopy.totals VALUES (3, 1, 1, 1)"), 3105, "HY000")
+
+	// the options of backup scripts: --flush-logs sends COM_REFRESH (which
+	// the protocol library refused), --lock-all-tables and --master-data
+	// FLUSH /*!40101 LOCAL */ TABLES ("LOCAL not supported")
+	for _, opts := range [][]string{{"--lock-all-tables", "--flush-logs"}, {"--single-transaction", "--flush-logs", "--flush-privileges"}} {
+		args := append([]string{"-h", host, "-P", port, "--protocol=tcp", "-u", "root"}, opts...)
+		out, err := exec.Command(dump, append(args, "shop")...).Output()
+		if err != nil {
+			t.Fatalf("mysqldump %v: %v\n%s", opts, err, errOut(err))
+		}
+		if !bytes.Contains(out, []byte("INSERT INTO `items`")) {
+			t.Fatalf("mysqldump %v wrote no rows of items:\n%.600s", opts, out)
+		}
+	}
 }
 
 // qRows renders every row of the query format names with database dbName.

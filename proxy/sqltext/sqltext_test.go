@@ -63,6 +63,16 @@ func TestClassify(t *testing.T) {
 		{q: "SET autocommit = 0", kind: Set, vars: []string{"autocommit"}},
 		{q: "SET SESSION sql_mode = 'ANSI', @@session.wsrep_sync_wait = 1", kind: Set, vars: []string{"sql_mode", "wsrep_sync_wait"}},
 		{q: "SET NAMES utf8mb4 COLLATE utf8mb4_bin", kind: Set, vars: []string{"names"}},
+		// mysqldump's executable comments run on the server: their SETs
+		// are replayed; MariaDB's /*M! and newer versions' are comments
+		{q: "/*!40100 SET @@SQL_MODE='' */", kind: Set, vars: []string{"sql_mode"}},
+		{q: "/*!40101 SET NAMES utf8mb4 */;", kind: Set, vars: []string{"names"}},
+		{q: "/*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0 */", kind: Write, sticky: true, vars: []string{"foreign_key_checks"}},
+		{q: "/*!SET autocommit = 0 */", kind: Set, vars: []string{"autocommit"}},
+		{q: "/*M!100100 SET @@MAX_STATEMENT_TIME=0.000000 */", kind: Read},
+		{q: "/*!99999 SET sql_mode = '' */", kind: Read},
+		{q: "SELECT 1 /*!80031 FOR UPDATE */", kind: Write},
+		{q: "SELECT 1 /*!80032 FOR UPDATE */", kind: Read},
 		{q: "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", kind: Set, vars: []string{"transaction"}},
 		{q: "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", kind: Write, sticky: true},
 		{q: "SET GLOBAL max_connections = 10", kind: Set, global: true},
