@@ -5,16 +5,36 @@ import (
 	"strings"
 )
 
-// bareAllRE is an assignment of the bare keyword ALL.
-var bareAllRE = regexp.MustCompile(`(?i)((?::=|=)\s*)(ALL)\b`)
+// bareKeywordRE is an assignment of a bare keyword that MySQL takes as a
+// value: ALL, or BINARY where no operand follows it (a value, not the cast
+// operator of `SET @x = BINARY 'a'`).
+var bareKeywordRE = regexp.MustCompile(`(?i)((?::=|=)\s*)(ALL\b|BINARY(?:\s*(?:,|;|\*/|$)))`)
 
-// setKeywordValues quotes the bare keyword ALL assigned in a SET statement
-// (SET GLOBAL wsrep_reject_queries = ALL), which MariaDB's grammar takes
-// as a value and go-mysql-server's parser refuses (1064).
+// execCommentRE is the opening of an executable comment and what precedes
+// it: /*!40101 SET ... */.
+var execCommentRE = regexp.MustCompile(`^\s*/\*!\d*\s*`)
+
+// setKeywordValues quotes the bare keywords assigned in a SET statement
+// (also one in an executable comment) that go-mysql-server's parser
+// refuses (1064) and MySQL and MariaDB take as values: ALL (SET GLOBAL
+// wsrep_reject_queries = ALL) and BINARY (`/*!40101 set
+// @@character_set_database=binary */`, which mysqlimport sends first).
 func setKeywordValues(q string) string {
-	t := strings.TrimLeft(q, " \t\r\n")
-	if len(t) < 4 || !strings.EqualFold(t[:4], "SET ") || !strings.Contains(strings.ToUpper(q), "ALL") {
+	t := q[len(execCommentRE.FindString(q)):]
+	t = strings.TrimLeft(t, " \t\r\n")
+	if len(t) < 4 || !strings.EqualFold(t[:4], "SET ") {
 		return q
 	}
-	return bareAllRE.ReplaceAllString(q, "${1}'${2}'")
+	if u := strings.ToUpper(t); !strings.Contains(u, "ALL") && !strings.Contains(u, "BINARY") {
+		return q
+	}
+	return bareKeywordRE.ReplaceAllStringFunc(q, func(m string) string {
+		sub := bareKeywordRE.FindStringSubmatch(m)
+		word := sub[2]
+		rest := ""
+		if len(word) > 6 && strings.EqualFold(word[:6], "BINARY") {
+			word, rest = word[:6], word[6:]
+		}
+		return sub[1] + "'" + word + "'" + rest
+	})
 }
