@@ -14,7 +14,8 @@ import (
 
 // A value that does not fit its column is MySQL's error in strict mode,
 // naming the column and row: 1406 "Data too long for column 's' at row 1"
-// (a string past CHAR/VARCHAR's length), 1264 "Out of range value for
+// (a string past CHAR/VARCHAR's length or TEXT/BLOB's bytes; go-mysql-server's
+// own error quoted the whole value, megabytes of it for a big one), 1264 "Out of range value for
 // column 'n' at row 1" (an integer or DECIMAL past its bounds), 1265
 // "Data truncated for column 'e' at row 1" (no such ENUM value). Outside
 // strict mode, or with IGNORE, MySQL stores what fits (the string cut to
@@ -32,9 +33,12 @@ func fitChecked(t sql.Type) bool {
 	switch {
 	case types.IsDecimal(t), types.IsEnum(t):
 		return true
+	case types.IsTextBlob(t):
+		st, ok := t.(sql.StringType)
+		return ok && st.MaxByteLength() > 0
 	case types.IsText(t):
 		st, ok := t.(sql.StringType)
-		return ok && !types.IsTextBlob(t) && st.MaxCharacterLength() > 0
+		return ok && st.MaxCharacterLength() > 0
 	}
 	return false
 }
@@ -120,6 +124,32 @@ func fitValue(ctx *sql.Context, col string, typ sql.Type, v any, row int64, leni
 			return v, nil
 		}
 		fit = uint16(0) // the '' of an invalid value
+		se = mysql.NewSQLError(mysql.ERWarnDataTruncated, "01000", "Data truncated for column '%s' at row %d", col, row)
+	} else if st, ok := typ.(sql.StringType); ok && types.IsTextBlob(typ) {
+		// TEXT and BLOB columns hold at most a number of bytes, whatever
+		// the character set; a TEXT is cut where a character starts
+		max := int(st.MaxByteLength())
+		switch x := v.(type) {
+		case string:
+			if len(x) <= max {
+				return v, nil
+			}
+			cut := max
+			for !types.IsBinaryType(typ) && cut > 0 && !utf8.RuneStart(x[cut]) {
+				cut--
+			}
+			fit = x[:cut]
+		case []byte:
+			if len(x) <= max {
+				return v, nil
+			}
+			fit = x[:max]
+		default:
+			return v, nil
+		}
+		if !lenient {
+			return nil, mysql.NewSQLError(mysql.ERDataTooLong, "22001", "Data too long for column '%s' at row %d", col, row)
+		}
 		se = mysql.NewSQLError(mysql.ERWarnDataTruncated, "01000", "Data truncated for column '%s' at row %d", col, row)
 	} else if st, ok := typ.(sql.StringType); ok {
 		s, isStr := v.(string)
