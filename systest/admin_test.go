@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"database/sql"
 	"net"
 	"os/exec"
 	"regexp"
@@ -39,6 +40,22 @@ func adminStatus(t *testing.T, addr string) (uptime, threads, questions int) {
 	return f[0], f[1], f[2]
 }
 
+// checkAdminStatus checks `mysqladmin status` against addr: at least its
+// own session, and five more questions after five statements on db.
+func checkAdminStatus(t *testing.T, addr string, db *sql.DB) {
+	t.Helper()
+	_, threads, before := adminStatus(t, addr)
+	if threads < 1 {
+		t.Fatalf("Threads: %d with mysqladmin connected", threads)
+	}
+	for i := 0; i < 5; i++ {
+		mustExec(t, db, "DO 1")
+	}
+	if _, _, after := adminStatus(t, addr); after < before+5 {
+		t.Fatalf("Questions: %d, then %d after five statements", before, after)
+	}
+}
+
 // TestAdminStatus runs `mysqladmin status` (COM_STATISTICS, which the
 // protocol library refused with "command handling not implemented yet")
 // against a node: it answers MySQL's status line, counts the questions
@@ -48,16 +65,7 @@ func TestAdminStatus(t *testing.T) {
 		t.Skip("mysqladmin not installed")
 	}
 	n, db := startNode(t, "admin", "")
-	_, threads, before := adminStatus(t, n.SQLAddr)
-	if threads < 1 {
-		t.Fatalf("Threads: %d with mysqladmin connected", threads)
-	}
-	for i := 0; i < 5; i++ {
-		mustExec(t, db, "DO 1")
-	}
-	if _, _, after := adminStatus(t, n.SQLAddr); after < before+5 {
-		t.Fatalf("Questions: %d, then %d after five statements", before, after)
-	}
+	checkAdminStatus(t, n.SQLAddr, db)
 	// COM_REFRESH (refresh, flush-threads) and the FLUSH statements of the
 	// other flush commands; they need RELOAD
 	host, port, _ := net.SplitHostPort(n.SQLAddr)
