@@ -610,12 +610,12 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 // rewriteText turns a text statement into one go-mysql-server parses as
 // MySQL means it: executable comments, SET values, index hints, :=
 // assignments of user variables, generated columns' conditions
-// (generatedParens) and WITH ROLLUP (of the first statement,
+// (generatedParens), FLUSH's LOCAL, CREATE TABLE ... (SELECT ...) and WITH ROLLUP (of the first statement,
 // when multi holds several). skipped reports comments MySQL would not
 // execute.
 func rewriteText(query string, multi bool) (string, bool) {
 	query, skipped := versionComments(query)
-	query = flushModifier(generatedParens(assignUserVars(indexHints(setKeywordValues(query)))))
+	query = createSelectParens(flushModifier(generatedParens(assignUserVars(indexHints(setKeywordValues(query))))))
 	if containsFold(query, "rollup") {
 		first, rest := query, ""
 		if multi {

@@ -44,6 +44,13 @@ func TestSingleNodeSmoke(t *testing.T) {
 	if v := read(); v != 11 {
 		t.Fatalf("after UPDATE v = %d, want 11", v)
 	}
+	// a table made from a query in parentheses, as MySQL takes it (1064
+	// from go-mysql-server's parser)
+	mustExec(t, db, "CREATE TABLE app.c AS (SELECT id, v FROM app.t WHERE v > 15)")
+	mustExec(t, db, "CREATE TABLE app.d (SELECT id FROM app.t)")
+	if c, d := qInt(t, db, "SELECT COUNT(*) FROM app.c"), qInt(t, db, "SELECT COUNT(*) FROM app.d"); c != 1 || d != 2 {
+		t.Fatalf("CREATE TABLE ... (SELECT ...) made %d and %d rows, want 1 and 2", c, d)
+	}
 	if code := n.Health(); code != 200 {
 		t.Fatalf("/health = %d", code)
 	}
