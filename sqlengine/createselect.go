@@ -16,7 +16,7 @@ var createSelectRE = regexp.MustCompile("(?is)^\\s*CREATE\\s+(?:TEMPORARY\\s+)?T
 // parentheses close at the end of the statement is rewritten (not
 // `(SELECT 1) UNION (SELECT 2)`).
 func createSelectParens(q string) string {
-	if !containsFold(q, "create") {
+	if !mayStartWith(q, "create") {
 		return q
 	}
 	m := createSelectRE.FindStringIndex(q)

@@ -21,3 +21,22 @@ func TestCreateSelectParens(t *testing.T) {
 		}
 	}
 }
+
+func TestMayStartWith(t *testing.T) {
+	for _, tc := range []struct {
+		q, w string
+		want bool
+	}{
+		{"  flush tables", "flush", true},
+		{"FLUSH", "flush", true},
+		{"/*!40101 FLUSH */ TABLES", "flush", true},
+		{"-- c\nCREATE TABLE t (a INT)", "create", true},
+		{"SELECT 1", "flush", false},
+		{"SELECT 'flush'", "flush", false},
+		{"fl", "flush", false},
+	} {
+		if got := mayStartWith(tc.q, tc.w); got != tc.want {
+			t.Errorf("mayStartWith(%q, %q) = %v", tc.q, tc.w, got)
+		}
+	}
+}

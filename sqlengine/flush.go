@@ -25,7 +25,7 @@ import (
 // flushModifier returns q with the LOCAL or NO_WRITE_TO_BINLOG of a FLUSH
 // statement blanked out (also inside an executable comment).
 func flushModifier(q string) string {
-	if !containsFold(q, "flush") {
+	if !mayStartWith(q, "flush") {
 		return q
 	}
 	lx := lexer{s: q}
@@ -36,6 +36,21 @@ func flushModifier(q string) string {
 		return q[:lx.i-len(w)] + strings.Repeat(" ", len(w)) + q[lx.i:]
 	}
 	return q
+}
+
+// mayStartWith reports whether statement q may begin with the word w (in
+// any case): it does, or it begins with a comment, or it holds w
+// somewhere. It is a cheap test for the rewrites that run on every text
+// statement and apply to one kind.
+func mayStartWith(q, w string) bool {
+	t := strings.TrimLeft(q, " \t\r\n")
+	if len(t) >= len(w) && strings.EqualFold(t[:len(w)], w) {
+		return true
+	}
+	if strings.HasPrefix(t, "/*") || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "--") || strings.HasPrefix(t, "(") {
+		return containsFold(q, w)
+	}
+	return false
 }
 
 // flushOptions returns the options of FLUSH [LOCAL | NO_WRITE_TO_BINLOG]
