@@ -167,7 +167,10 @@ func TestTimeAsText(t *testing.T) {
 		// not a single-table SELECT: typed after analysis, as the string
 		{"SELECT SUBSTRING(a.t, 1, 2), REVERSE(a.t) FROM tm a JOIN tm b USING (id) WHERE a.id = 1", "10|00:00:01"},
 		{"SELECT x FROM (SELECT MID(t, 5, 2) x FROM tm WHERE id = 2) d", "30"},
-		{"SELECT LENGTH(UTC_TIME()), LENGTH(UTC_TIME(3)) > 8", "8|1"},
+		// UTC_TIME(3) is cut to milliseconds; its text is not checked: a
+		// TIME prints six digits, none when the fraction is zero (COMPAT.md),
+		// so LENGTH(UTC_TIME(3)) was 8 once a thousand runs
+		{"SELECT LENGTH(UTC_TIME()), MICROSECOND(UTC_TIME(3)) % 1000", "8|0"},
 		// a single-table SELECT too (SUBSTRING, MID and REVERSE were 1105)
 		{"SELECT SUBSTRING(t, 1, 2), MID(t, 4, 2), REVERSE(t), UPPER(t) FROM tm WHERE id = 1", "10|00|00:00:01|10:00:00"},
 		// go-mysql-server panicked on TRIM of a TIME, and LTRIM and ELT failed
