@@ -1,14 +1,6 @@
 package sqlengine
 
-import (
-	"regexp"
-	"strings"
-)
-
-// createSelectRE is the head of CREATE TABLE name [AS] ( SELECT|WITH: the
-// parenthesized query MySQL takes as a table's contents.
-var createSelectRE = regexp.MustCompile("(?is)^\\s*CREATE\\s+(?:TEMPORARY\\s+)?TABLE\\s+(?:IF\\s+NOT\\s+EXISTS\\s+)?" +
-	"(?:`[^`]+`|[\\w$]+)(?:\\s*\\.\\s*(?:`[^`]+`|[\\w$]+))?\\s*(?:AS\\s*)?\\(\\s*(?:SELECT|WITH)\\b")
+import "strings"
 
 // createSelectParens rewrites CREATE TABLE t AS (SELECT ...) and CREATE
 // TABLE t (SELECT ...), which MySQL runs and go-mysql-server's parser
@@ -19,42 +11,56 @@ func createSelectParens(q string) string {
 	if !mayStartWith(q, "create") {
 		return q
 	}
-	m := createSelectRE.FindStringIndex(q)
-	if m == nil {
+	toks := lexTokens(q)
+	i := 0
+	word := func(w string) bool {
+		if i < len(toks) && toks[i].kind == 'w' && strings.EqualFold(toks[i].text, w) {
+			i++
+			return true
+		}
+		return false
+	}
+	name := func() bool {
+		if i < len(toks) && (toks[i].kind == 'w' || toks[i].kind == 'q' && toks[i].text[0] == '`') {
+			i++
+			return true
+		}
+		return false
+	}
+	if !word("CREATE") {
 		return q
 	}
-	open := strings.LastIndexByte(q[:m[1]], '(')
-	end := strings.TrimRight(q, " \t\r\n;")
-	closing := matchingParen(q, open)
-	if closing != len(end)-1 {
+	word("TEMPORARY")
+	if !word("TABLE") || word("IF") && !(word("NOT") && word("EXISTS")) || !name() {
 		return q
 	}
-	head := strings.TrimRight(q[:open], " \t\r\n")
-	if !strings.EqualFold(head[max(0, len(head)-2):], "AS") || len(head) > 2 && isWordByte(head[len(head)-3]) {
-		head += " AS"
-	}
-	return head + " " + strings.TrimLeft(q[open+1:closing], " \t\r\n") + q[closing+1:]
-}
-
-// matchingParen returns the index of the parenthesis that closes the one
-// at open, skipping quoted strings and identifiers, or -1.
-func matchingParen(q string, open int) int {
-	depth := 0
-	for i := open; i < len(q); i++ {
-		switch c := q[i]; c {
-		case '\'', '"', '`':
-			for i++; i < len(q) && q[i] != c; i++ {
-				if q[i] == '\\' && c != '`' {
-					i++
-				}
-			}
-		case '(':
-			depth++
-		case ')':
-			if depth--; depth == 0 {
-				return i
-			}
+	if i < len(toks) && toks[i].text == "." {
+		i++
+		if !name() {
+			return q
 		}
 	}
-	return -1
+	as := word("AS")
+	open := i
+	if i >= len(toks) || toks[i].text != "(" {
+		return q
+	}
+	i++
+	if !word("SELECT") && !word("WITH") {
+		return q
+	}
+	end := closingParen(toks, open)
+	if end < 0 {
+		return q
+	}
+	for _, t := range toks[end+1:] {
+		if t.text != ";" {
+			return q
+		}
+	}
+	head := strings.TrimRight(q[:toks[open].start], " \t\r\n")
+	if !as {
+		head += " AS"
+	}
+	return head + " " + strings.TrimLeft(q[toks[open].end:toks[end].start], " \t\r\n") + q[toks[end].end:]
 }

@@ -211,7 +211,7 @@ func (c *trackConn) filterRead(p []byte) []byte {
 			p[i] == 2 && p[i+1] == 0 && p[i+2] == 0 && p[i+3] == 0 && p[i+4] == comrefresh.Command {
 			q := comrefresh.Statement(p[i+5])
 			grown := make([]byte, 0, 5+len(q)+len(p)-i-6)
-			grown = append(grown, byte(len(q)+1), byte((len(q)+1)>>8), 0, 0, comQuery)
+			grown = append(grown, byte(len(q)+1), byte((len(q)+1)>>8), 0, 0, mysql.ComQuery)
 			out = append(grown, q...) // no longer in p: what follows is copied
 			i += 6
 			continue

@@ -5,6 +5,8 @@ import (
 	"io"
 	"testing"
 
+	"github.com/dolthub/vitess/go/mysql"
+
 	"github.com/certusdb/certus/internal/comrefresh"
 )
 
@@ -61,7 +63,7 @@ func TestFilterReadStatistics(t *testing.T) {
 // start of a read passes unchanged.
 func TestFilterReadRefresh(t *testing.T) {
 	refresh := []byte{2, 0, 0, 0, comrefresh.Command, comrefresh.Log}
-	flushLogs := append([]byte{11, 0, 0, 0, comQuery}, "FLUSH LOGS"...)
+	flushLogs := append([]byte{11, 0, 0, 0, mysql.ComQuery}, "FLUSH LOGS"...)
 	ping := []byte{1, 0, 0, 0, 0x0e}
 	for _, tc := range []struct {
 		name   string
@@ -105,7 +107,7 @@ func TestReadRefreshSmallBuffer(t *testing.T) {
 	// one command per read, as a client sends them
 	in := io.MultiReader(bytes.NewReader([]byte{1, 0, 0, 0, comStatistics}),
 		bytes.NewReader([]byte{2, 0, 0, 0, comrefresh.Command, comrefresh.Grant | comrefresh.Status}))
-	want := append([]byte{25, 0, 0, 0, comQuery}, "FLUSH PRIVILEGES, STATUS"...)
+	want := append([]byte{25, 0, 0, 0, mysql.ComQuery}, "FLUSH PRIVILEGES, STATUS"...)
 	pio := &pipeIO{r: in}
 	c := &trackConn{io: pio, respSeen: true, stats: func() string { return "x" }}
 	var got []byte

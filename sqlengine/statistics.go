@@ -11,9 +11,6 @@ import (
 // answers it (trackConn.filterRead).
 const comStatistics byte = 0x09
 
-// comQuery is COM_QUERY, which a COM_REFRESH is turned into.
-const comQuery byte = 0x03
-
 // statistics is the answer to COM_STATISTICS: the one line MySQL sends,
 // from the global status variables.
 func statistics() string {
