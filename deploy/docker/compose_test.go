@@ -104,6 +104,7 @@ func TestComposeCluster(t *testing.T) {
 	noPass.Close()
 
 	// writes through the proxy and every node; causal reads everywhere
+	s.waitServing("proxy", time.Minute)
 	proxy := s.db("proxy")
 	mustExec(t, proxy, "CREATE DATABASE app")
 	mustExec(t, proxy, "CREATE TABLE app.t (id INT PRIMARY KEY, node VARCHAR(8))")
@@ -194,6 +195,7 @@ func TestComposeCluster(t *testing.T) {
 		for _, n := range nodes {
 			s.waitPrimary(n, 3, time.Minute)
 		}
+		s.waitServing("proxy", time.Minute)
 		if err := insert("proxy"); err != nil {
 			t.Fatalf("insert through the proxy after docker-compose %s: %v", stop[0], err)
 		}
@@ -274,6 +276,24 @@ func (s *stack) waitPrimary(svc string, size int, timeout time.Duration) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	s.t.Fatalf("%s not Synced and Primary in a cluster of %d after %v: %s", svc, size, timeout, last)
+}
+
+// waitServing waits until a service answers a query. A published port
+// accepts connections (docker's proxy) before the process inside the
+// container listens, and the proxy's container may still be starting when
+// the nodes are Synced.
+func (s *stack) waitServing(svc string, timeout time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		var one int
+		if err = s.db(svc).QueryRow("SELECT 1").Scan(&one); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.t.Fatalf("%s not answering after %v: %v", svc, timeout, err)
 }
 
 // requireRows checks that every node, reading causally, holds rows 1..n
