@@ -1,14 +1,14 @@
 package sqlengine
 
-import "strings"
+import (
+	"strings"
 
-// versionID is the MySQL version Certus reports (8.0.31, the server
-// version string is made from it), as executable comments compare it.
-const versionID = 80031
+	"github.com/certusdb/certus/internal/execcomment"
+)
 
 // versionComments turns the executable comments MySQL 8.0.31 would not
 // execute into plain comments: /*!NNNNN ... */ with a version above
-// versionID, and MariaDB's /*M!NNNNNN ... */, which MySQL never executes.
+// execcomment.VersionID, and MariaDB's /*M!NNNNNN ... */, which MySQL never executes.
 // go-mysql-server's parser runs every executable comment whatever its
 // version, so the first line of a MariaDB dump ("/*M!999999\- enable the
 // sandbox mode */") or a /*!99999 ... */ failed with 1064. skipped reports
@@ -43,7 +43,7 @@ func versionComments(q string) (out string, skipped bool) {
 			switch {
 			case strings.HasPrefix(rest, "M!"):
 				off(i + 3)
-			case strings.HasPrefix(rest, "!") && len(rest) >= 6 && digits(rest[1:6]) && atoi(rest[1:6]) > versionID:
+			case strings.HasPrefix(rest, "!") && !execcomment.Runs(rest[1:]):
 				off(i + 2)
 			case strings.HasPrefix(rest, "!"):
 				// executed: its text is SQL, which may hold quotes and
@@ -63,21 +63,4 @@ func versionComments(q string) (out string, skipped bool) {
 		return q, skipped
 	}
 	return string(b), skipped
-}
-
-func digits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func atoi(s string) int {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		n = n*10 + int(s[i]-'0')
-	}
-	return n
 }

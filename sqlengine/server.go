@@ -18,6 +18,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/sirupsen/logrus"
 
+	"github.com/certusdb/certus/internal/execcomment"
 	"github.com/certusdb/certus/storage"
 )
 
@@ -183,7 +184,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		Protocol:       "tcp",
 		Address:        cfg.Addr,
 		Listener:       trackListener{Listener: ln, accepted: s.refreshPrivileges, statistics: statistics},
-		Version:        fmt.Sprintf("%d.%d.%d-Certus", versionID/10000, versionID/100%100, versionID%100),
+		Version:        fmt.Sprintf("%d.%d.%d-Certus", execcomment.VersionID/10000, execcomment.VersionID/100%100, execcomment.VersionID%100),
 		MaxConnections: cfg.MaxConnections,
 	}
 	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {

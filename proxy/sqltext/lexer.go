@@ -4,7 +4,11 @@
 // routing (read, write, transaction control, session state).
 package sqltext
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/certusdb/certus/internal/execcomment"
+)
 
 // tokKind is the kind of a lexical token.
 type tokKind int
@@ -29,15 +33,10 @@ type token struct {
 // upper returns the token's text in upper case (for words).
 func (t token) upper() string { return strings.ToUpper(t.text) }
 
-// serverVersionID is the MySQL version the nodes and the proxy announce
-// (8.0.31): an executable comment /*!NNNNN ... */ runs when NNNNN is not
-// above it.
-const serverVersionID = 80031
-
 // lex splits q into tokens, skipping whitespace and comments. The text of
-// an executable comment the server runs (/*! ... */, /*!NNNNN ... */ up to
-// serverVersionID; not MariaDB's /*M! ... */) is read as SQL, as mysqldump
-// writes `/*!40101 SET NAMES utf8mb4 */`. It never fails: an unterminated
+// an executable comment the nodes run (execcomment.Runs; not MariaDB's
+// /*M! ... */) is read as SQL, as mysqldump writes `/*!40101 SET NAMES
+// utf8mb4 */`. It never fails: an unterminated
 // quote or comment runs to the end of the text.
 func lex(q string) []token {
 	var out []token
@@ -56,9 +55,11 @@ func lex(q string) []token {
 		case inExec && c == '*' && i+1 < n && q[i+1] == '/':
 			inExec = false
 			i += 2
-		case c == '/' && i+2 < n && q[i+1] == '*' && q[i+2] == '!' && !inExec && executable(q[i+3:]):
+		case c == '/' && i+2 < n && q[i+1] == '*' && q[i+2] == '!' && !inExec && execcomment.Runs(q[i+3:]):
 			inExec = true
-			for i += 3; i < n && isDigit(q[i]); i++ {
+			i += 3
+			if _, ok := execcomment.Version(q[i:]); ok {
+				i += 5
 			}
 		case c == '/' && i+1 < n && q[i+1] == '*':
 			end := strings.Index(q[i+2:], "*/")
@@ -185,24 +186,3 @@ func isWordStart(c byte) bool {
 	return c == '_' || c == '$' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80
 }
 func isWordChar(c byte) bool { return isWordStart(c) || isDigit(c) }
-
-// executable reports whether an executable comment whose text after "/*!"
-// is rest runs on the server: no version, or one not above
-// serverVersionID.
-func executable(rest string) bool {
-	j := 0
-	for j < len(rest) && isDigit(rest[j]) {
-		j++
-	}
-	if j == 0 {
-		return true
-	}
-	v := 0
-	for _, d := range rest[:j] {
-		v = v*10 + int(d-'0')
-		if v > serverVersionID {
-			return false
-		}
-	}
-	return true
-}
