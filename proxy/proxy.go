@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/certusdb/certus/internal/comstatistics"
 	"github.com/certusdb/certus/internal/directio"
 	"github.com/certusdb/certus/proxy/backend"
 	"github.com/certusdb/certus/proxy/config"
@@ -323,20 +324,14 @@ func (p *Proxy) noteApplied(node string, seqno uint64) {
 // the nodes; it keeps no table or slow-query counts of its own.
 func (p *Proxy) statistics() string {
 	p.mu.Lock()
-	threads := len(p.sessions)
+	threads := int64(len(p.sessions))
 	p.mu.Unlock()
 	var questions int64
 	p.served.Range(func(_, v any) bool {
 		questions += v.(*atomic.Int64).Load()
 		return true
 	})
-	uptime := int64(time.Since(p.started).Seconds())
-	qps := 0.0
-	if uptime > 0 {
-		qps = float64(questions) / float64(uptime)
-	}
-	return fmt.Sprintf("Uptime: %d  Threads: %d  Questions: %d  Slow queries: 0  Opens: 0  Flush tables: 0  Open tables: 0  Queries per second avg: %.3f",
-		uptime, threads, questions, qps)
+	return comstatistics.Line(comstatistics.Counts{Uptime: int64(time.Since(p.started).Seconds()), Threads: threads, Questions: questions})
 }
 
 // countServed counts a statement served by node.

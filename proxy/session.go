@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/certusdb/certus/internal/comrefresh"
+	"github.com/certusdb/certus/internal/comstatistics"
 	"github.com/certusdb/certus/proxy/backend"
 	"github.com/certusdb/certus/proxy/mysqlproto"
 	"github.com/certusdb/certus/proxy/sqltext"
@@ -234,7 +235,7 @@ func (s *session) dispatch(cmd byte, data []byte) error {
 			return s.writeErr(errMalformed)
 		}
 		return s.query(comrefresh.Statement(data[0]))
-	case mysqlproto.ComStatistics:
+	case comstatistics.Command:
 		if err := s.c.WritePacket([]byte(s.p.statistics())); err != nil {
 			return err
 		}

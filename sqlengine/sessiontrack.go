@@ -9,6 +9,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/certusdb/certus/internal/comrefresh"
+	"github.com/certusdb/certus/internal/comstatistics"
 	"github.com/certusdb/certus/internal/directio"
 )
 
@@ -200,7 +201,7 @@ func (c *trackConn) filterRead(p []byte) []byte {
 			continue
 		}
 		if len(c.rhdr) == 0 && len(out) == 0 && c.stats != nil && len(p)-i >= 5 &&
-			p[i] == 1 && p[i+1] == 0 && p[i+2] == 0 && p[i+3] == 0 && p[i+4] == comStatistics {
+			p[i] == 1 && p[i+1] == 0 && p[i+2] == 0 && p[i+3] == 0 && p[i+4] == comstatistics.Command {
 			answer := c.stats()
 			c.wbuf = append(c.wbuf, byte(len(answer)), byte(len(answer)>>8), byte(len(answer)>>16), 1)
 			c.wbuf = append(c.wbuf, answer...)

@@ -8,6 +8,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/certusdb/certus/internal/comrefresh"
+	"github.com/certusdb/certus/internal/comstatistics"
 )
 
 // TestFilterReadStatistics feeds a client's bytes to trackConn's read
@@ -17,7 +18,7 @@ import (
 // header split over two reads, and the command after an earlier one in the
 // same read (its answer would come before the earlier command's).
 func TestFilterReadStatistics(t *testing.T) {
-	stats := []byte{1, 0, 0, 0, comStatistics}
+	stats := []byte{1, 0, 0, 0, comstatistics.Command}
 	ping := []byte{1, 0, 0, 0, 0x0e}
 	query := append([]byte{9, 0, 0, 0, 0x03}, "SELECT 1"...)
 	// a COM_QUERY whose text holds the bytes of a COM_STATISTICS packet
@@ -105,7 +106,7 @@ func (p *pipeIO) Close() error                { return nil }
 // read.
 func TestReadRefreshSmallBuffer(t *testing.T) {
 	// one command per read, as a client sends them
-	in := io.MultiReader(bytes.NewReader([]byte{1, 0, 0, 0, comStatistics}),
+	in := io.MultiReader(bytes.NewReader([]byte{1, 0, 0, 0, comstatistics.Command}),
 		bytes.NewReader([]byte{2, 0, 0, 0, comrefresh.Command, comrefresh.Grant | comrefresh.Status}))
 	want := append([]byte{25, 0, 0, 0, mysql.ComQuery}, "FLUSH PRIVILEGES, STATUS"...)
 	pio := &pipeIO{r: in}

@@ -1,18 +1,13 @@
 package sqlengine
 
 import (
-	"fmt"
-
 	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/certusdb/certus/internal/comstatistics"
 )
 
-// comStatistics is COM_STATISTICS, the command of `mysqladmin status`. The
-// protocol library has no handler for it, so the connection filter
-// answers it (trackConn.filterRead).
-const comStatistics byte = 0x09
-
-// statistics is the answer to COM_STATISTICS: the one line MySQL sends,
-// from the global status variables.
+// statistics is the answer to COM_STATISTICS (answered by the connection
+// filter, trackConn.filterRead), from the global status variables.
 func statistics() string {
 	get := func(name string) int64 {
 		if _, v, ok := sql.StatusVariables.GetGlobal(name); ok {
@@ -22,11 +17,8 @@ func statistics() string {
 		}
 		return 0
 	}
-	uptime, questions := get("Uptime"), get("Questions")
-	qps := 0.0
-	if uptime > 0 {
-		qps = float64(questions) / float64(uptime)
-	}
-	return fmt.Sprintf("Uptime: %d  Threads: %d  Questions: %d  Slow queries: %d  Opens: %d  Flush tables: %d  Open tables: %d  Queries per second avg: %.3f",
-		uptime, get("Threads_connected"), questions, get("Slow_queries"), get("Opened_tables"), get("Flush_commands"), get("Open_tables"), qps)
+	return comstatistics.Line(comstatistics.Counts{
+		Uptime: get("Uptime"), Threads: get("Threads_connected"), Questions: get("Questions"), SlowQueries: get("Slow_queries"),
+		Opens: get("Opened_tables"), FlushTables: get("Flush_commands"), OpenTables: get("Open_tables"),
+	})
 }

@@ -38,7 +38,6 @@ const (
 	ComInitDB           byte = 0x02
 	ComQuery            byte = 0x03
 	ComFieldList        byte = 0x04
-	ComStatistics       byte = 0x09
 	ComPing             byte = 0x0e
 	ComStmtPrepare      byte = 0x16
 	ComStmtExecute      byte = 0x17
