@@ -10,13 +10,14 @@ import (
 
 // TestLeaderSendsBeforePersisting runs an election and a while of
 // heartbeats on three cores, handing Process a sendEarly that checks what
-// goes out early: only a leader's messages, never an acknowledgement or a
-// vote, and at least once an append whose entries the leader has not
-// written yet (the point of sending early). Everything else still goes
-// out after the write.
+// goes out early: only a leader's messages, never an acknowledgement, a
+// vote request or a granted vote (a leader refusing a vote in its own term
+// asserts nothing unwritten, so that may go), and at least once an append
+// whose entries the leader has not written yet (the point of sending
+// early). Everything else still goes out after the write.
 func TestLeaderSendsBeforePersisting(t *testing.T) {
 	n := newLeaseNet(t)
-	unpersisted, early, late := 0, 0, 0
+	unpersisted, early, late, refused := 0, 0, 0, 0
 	process := func(id uint64) {
 		c := n.cores[id]
 		msgs, err := c.Process(func(out []*pb.Message) {
@@ -29,8 +30,13 @@ func TestLeaderSendsBeforePersisting(t *testing.T) {
 			}
 			for _, m := range out {
 				switch m.GetType() {
-				case pb.MsgAppResp, pb.MsgVote, pb.MsgVoteResp, pb.MsgPreVote, pb.MsgHup:
+				case pb.MsgAppResp, pb.MsgVote, pb.MsgPreVote, pb.MsgHup:
 					t.Fatalf("core %d sent %v before persisting", id, m.GetType())
+				case pb.MsgVoteResp:
+					if !m.GetReject() {
+						t.Fatalf("core %d granted a vote before persisting", id)
+					}
+					refused++
 				case pb.MsgApp:
 					if ents := m.GetEntries(); len(ents) > 0 && ents[len(ents)-1].GetIndex() > last {
 						unpersisted++
@@ -64,7 +70,7 @@ func TestLeaderSendsBeforePersisting(t *testing.T) {
 	if n.leader() == 0 {
 		t.Fatal("no leader elected")
 	}
-	t.Logf("%d messages sent early, %d after the write; %d appends early with entries not yet written", early, late, unpersisted)
+	t.Logf("%d messages sent early (%d vote refusals), %d after the write; %d appends early with entries not yet written", early, refused, late, unpersisted)
 	if unpersisted == 0 || late == 0 {
 		t.Fatalf("%d appends of unwritten entries sent early, %d messages after the write", unpersisted, late)
 	}
