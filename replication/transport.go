@@ -552,6 +552,9 @@ func dial(ctx context.Context, addr, cluster, secret string, self uint64) (net.C
 	nonce := fmt.Sprintf("%d", time.Now().UnixNano())
 	data, _ := json.Marshal(hello{Cluster: cluster, From: self, Nonce: nonce, Auth: authTag(secret, cluster, self, nonce)})
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	// a peer that accepted but does not answer must not hold up stopping
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	defer stop()
 	if err := frame.Write(c, frameHello, data); err != nil {
 		c.Close()
 		return nil, err
@@ -684,7 +687,11 @@ func (p *peer) run() {
 			}
 		}()
 		c, err := dial(ctx, p.addr, p.t.cluster, p.t.secret, p.t.self)
+		stopping := ctx.Err() != nil && c == nil
 		cancel()
+		if stopping {
+			return
+		}
 		if err != nil {
 			if time.Since(lastLog) > 10*time.Second {
 				p.t.log.Warn("cannot reach peer", "peer", fmt.Sprintf("%016x", p.id), "addr", p.addr, "err", err)
