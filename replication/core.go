@@ -509,9 +509,10 @@ func (c *Core) ReportUnreachable(id uint64) { c.raw.ReportUnreachable(id) }
 // waiting for the leader's next fsync (Raft thesis §10.2.1; etcd's server
 // does the same). That is safe for a leader's messages, which acknowledge
 // nothing it has not persisted: appends, heartbeats, snapshots, read
-// answers and refusals of a vote in its own term; the leader counts its own entries towards a quorum only in a
-// later call, after they were persisted. Messages of a Ready that changes
-// the term or the vote, or of a node that does not lead, still wait.
+// answers and refusals of a vote in its own term; the leader counts its
+// own entries towards a quorum only in a later call, after they were
+// persisted. Messages of a Ready that changes the term or the vote, or of
+// a node that does not lead, still wait.
 func (c *Core) Process(sendEarly func([]*pb.Message)) ([]*pb.Message, error) {
 	var out []*pb.Message
 	for c.raw.HasReady() {
