@@ -9,6 +9,7 @@ import (
 
 	"github.com/certusdb/certus/internal/comrefresh"
 	"github.com/certusdb/certus/internal/comstatistics"
+	"github.com/certusdb/certus/internal/execcomment"
 	"github.com/certusdb/certus/proxy/backend"
 	"github.com/certusdb/certus/proxy/mysqlproto"
 	"github.com/certusdb/certus/proxy/sqltext"
@@ -21,8 +22,9 @@ const serverCaps = mysqlproto.CapLongPassword | mysqlproto.CapLongFlag | mysqlpr
 	mysqlproto.CapPluginAuth | mysqlproto.CapPluginAuthLenenc | mysqlproto.CapConnectAttrs |
 	mysqlproto.CapDeprecateEOF
 
-// ServerVersion is the version the proxy announces to clients.
-const ServerVersion = "8.0.31-Certus-proxy"
+// serverVersion is the version the proxy announces to clients: the nodes'
+// MySQL version, marked as the proxy's.
+var serverVersion = execcomment.VersionText() + "-Certus-proxy"
 
 // errQuit ends a session normally (COM_QUIT).
 var errQuit = errors.New("client quit")
@@ -109,7 +111,7 @@ func (s *session) handshake() error {
 	if err != nil {
 		return err
 	}
-	g := mysqlproto.Greeting{ServerVersion: ServerVersion, ConnectionID: s.id, Salt: salt, Capabilities: serverCaps,
+	g := mysqlproto.Greeting{ServerVersion: serverVersion, ConnectionID: s.id, Salt: salt, Capabilities: serverCaps,
 		Charset: 45, Status: mysqlproto.StatusAutocommit, AuthPlugin: mysqlproto.NativePassword}
 	if err := s.c.WritePacket(mysqlproto.AppendGreeting(nil, g)); err != nil {
 		return err

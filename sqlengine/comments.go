@@ -8,7 +8,8 @@ import (
 
 // versionComments turns the executable comments MySQL 8.0.31 would not
 // execute into plain comments: /*!NNNNN ... */ with a version above
-// execcomment.VersionID, and MariaDB's /*M!NNNNNN ... */, which MySQL never executes.
+// execcomment.VersionID, and MariaDB's /*M!NNNNNN ... */, which MySQL
+// never executes.
 // go-mysql-server's parser runs every executable comment whatever its
 // version, so the first line of a MariaDB dump ("/*M!999999\- enable the
 // sandbox mode */") or a /*!99999 ... */ failed with 1064. skipped reports

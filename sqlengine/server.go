@@ -184,7 +184,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		Protocol:       "tcp",
 		Address:        cfg.Addr,
 		Listener:       trackListener{Listener: ln, accepted: s.refreshPrivileges, statistics: statistics},
-		Version:        fmt.Sprintf("%d.%d.%d-Certus", execcomment.VersionID/10000, execcomment.VersionID/100%100, execcomment.VersionID%100),
+		Version:        execcomment.VersionText() + "-Certus",
 		MaxConnections: cfg.MaxConnections,
 	}
 	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {

@@ -4,9 +4,16 @@
 // before a node sees them, read the same text as SQL.
 package execcomment
 
+import "fmt"
+
 // VersionID is the MySQL version Certus reports (8.0.31; the nodes' and
 // the proxy's version strings say it), as executable comments compare it.
 const VersionID = 80031
+
+// VersionText is VersionID as a version string's dotted prefix ("8.0.31").
+func VersionText() string {
+	return fmt.Sprintf("%d.%d.%d", VersionID/10000, VersionID/100%100, VersionID%100)
+}
 
 // Version returns the version of an executable comment whose text after
 // "/*!" is rest: its first five characters, when they are digits (the

@@ -22,3 +22,9 @@ func TestRuns(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionText(t *testing.T) {
+	if got := VersionText(); got != "8.0.31" {
+		t.Errorf("VersionText() = %q, want 8.0.31", got)
+	}
+}

@@ -36,8 +36,8 @@ func (t token) upper() string { return strings.ToUpper(t.text) }
 // lex splits q into tokens, skipping whitespace and comments. The text of
 // an executable comment the nodes run (execcomment.Runs; not MariaDB's
 // /*M! ... */) is read as SQL, as mysqldump writes `/*!40101 SET NAMES
-// utf8mb4 */`. It never fails: an unterminated
-// quote or comment runs to the end of the text.
+// utf8mb4 */`. It never fails: an unterminated quote or comment runs to
+// the end of the text.
 func lex(q string) []token {
 	var out []token
 	i := 0
