@@ -29,6 +29,8 @@ type leaseNet struct {
 	// answers are the read answers given on each core: request context
 	// -> index
 	answers map[uint64]map[uint64]uint64
+	// onQueued, when set, is each core's CoreConfig.OnQueued
+	onQueued func(id uint64)
 }
 
 func newLeaseNet(t *testing.T) *leaseNet {
@@ -66,9 +68,14 @@ func (n *leaseNet) start(id uint64) {
 	n.engs[id] = eng
 	n.answers[id] = map[uint64]uint64{}
 	c, err := NewCore(CoreConfig{
-		Self: n.members()[id-1], ClusterName: "lease", Engine: eng, Bootstrap: n.members(), ClusterUUID: "lease-test",
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnReadState:  func(rs raft.ReadState) { n.answers[id][binary.BigEndian.Uint64(rs.RequestCtx)] = rs.Index },
+		Self: n.members()[id-1], ClusterName: "lease", Engine: eng, Bootstrap: n.members(), ClusterUUID: "lease-test", SyncLog: true,
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnReadState: func(rs raft.ReadState) { n.answers[id][binary.BigEndian.Uint64(rs.RequestCtx)] = rs.Index },
+		OnQueued: func() {
+			if n.onQueued != nil {
+				n.onQueued(id)
+			}
+		},
 		Clock:        func() time.Duration { return n.now },
 		TickInterval: time.Millisecond,
 	})

@@ -350,7 +350,7 @@ func Start(cfg Config) (*Node, error) {
 		Self: cfg.Self, ClusterName: cfg.ClusterName, Engine: cfg.Engine, Bootstrap: bootstrap,
 		ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks, SyncLog: cfg.SyncLog,
 		ViewTimeoutTicks: max(int(ViewTimeout/cfg.TickInterval), 2*cfg.ElectionTicks), Cert: cfg.Cert, LogRetentionBytes: cfg.LogRetentionBytes, Joiner: cfg.Joiner, Arbitrator: cfg.Arbitrator, Context: n.ctx, Logger: cfg.Logger,
-		PrepareAheadBytes: prepareAheadBytes, Now: time.Now, Clock: clock, TickInterval: cfg.TickInterval, OnApplied: n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.finishRead, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
+		PrepareAheadBytes: prepareAheadBytes, Now: time.Now, Clock: clock, TickInterval: cfg.TickInterval, OnApplied: n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.finishRead, OnQueued: n.wakeApply, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
 	})
 	if err != nil {
 		n.cancel()
@@ -512,10 +512,7 @@ func (n *Node) run() {
 			n.cfg.Transport.Send(msgs)
 		}
 		if n.core.ApplyQueue() > 0 {
-			select {
-			case n.applyc <- struct{}{}:
-			default:
-			}
+			n.wakeApply()
 		}
 		n.wakeWorker()
 		if err != nil {
@@ -529,6 +526,14 @@ func (n *Node) run() {
 			<-n.stopc
 			return
 		}
+	}
+}
+
+// wakeApply wakes the apply stage.
+func (n *Node) wakeApply() {
+	select {
+	case n.applyc <- struct{}{}:
+	default:
 	}
 }
 
@@ -548,7 +553,7 @@ func (n *Node) applyLoop() {
 			if delay > 0 {
 				batch = 1 // a slow node applies one at a time
 			}
-			k, err := n.core.ApplyNext(batch)
+			k, err := n.applyNext(batch)
 			if delay > 0 && k > 0 {
 				time.Sleep(delay)
 			}
@@ -557,7 +562,6 @@ func (n *Node) applyLoop() {
 				close(n.appliedCh)
 				n.appliedCh = make(chan struct{})
 				n.appliedMu.Unlock()
-				n.appliedWaits.release(n.eng.Applied())
 			}
 			if err != nil {
 				n.log.Error("replication stopped: cannot apply", "err", err)
@@ -575,6 +579,24 @@ func (n *Node) applyLoop() {
 			}
 		}
 	}
+}
+
+// applyNext applies up to max queued entries and wakes the causal reads
+// waiting for each as soon as it is applied (a read waiting for the first
+// entry of a batch waited for the whole batch).
+func (n *Node) applyNext(max int) (int, error) {
+	k := 0
+	for k < max {
+		j, err := n.core.ApplyNext(1)
+		if j > 0 {
+			k += j
+			n.appliedWaits.release(n.eng.Applied())
+		}
+		if err != nil || j == 0 {
+			return k, err
+		}
+	}
+	return k, nil
 }
 
 // propose proposes a local write-set; one this node drops at once (it

@@ -9,8 +9,9 @@
 //	certus sim --seed S
 //
 // Faults: message loss, duplication, delay and reordering; partitions and
-// healing; node crashes that lose unsynced writes (a random part of them)
-// followed by restarts; and pauses (a node that stops ticking and answering
+// healing; node crashes that lose unsynced writes (a random part of them),
+// some in the middle of a log write the apply stage ran ahead of, followed
+// by restarts; and pauses (a node that stops ticking and answering
 // for a while, like SIGSTOP). Workload: bank transfers and registers,
 // written with row-lock discipline (as the origin's InnoDB-style locks
 // would) and read with wsrep_sync_wait-style causal reads.
@@ -399,20 +400,47 @@ func (n *node) process() {
 		n.w.fail("node %d: %v", n.id, err)
 		return
 	}
-	n.w.net.send(n.w.tick, msgs)
-	// The apply stage runs on its own in a real node; here it takes a
-	// seeded share of the queue each tick, so appliers fall behind raft.
-	budget := 1 << 30
-	if n.w.cfg.SlowApply && n.w.r.Intn(3) == 0 {
-		budget = n.w.r.Intn(3)
+	if n.crashImage != nil {
+		n.w.crashes++
+		n.w.event("n%d crashed while writing its log", n.id)
+		n.crash()
+		return
 	}
+	n.w.net.send(n.w.tick, msgs)
 	n.prepareAhead()
-	if _, err := n.core.ApplyNext(budget); err != nil {
-		n.w.fail("node %d: apply: %v", n.id, err)
+	if !n.apply() {
 		return
 	}
 	n.prepareAhead()
 	n.progress()
+}
+
+// apply runs the apply stage: it runs on its own in a real node; here it
+// takes a seeded share of the queue each time, so appliers fall behind
+// raft. False when the node failed.
+func (n *node) apply() bool {
+	budget := 1 << 30
+	if n.w.cfg.SlowApply && n.w.r.Intn(3) == 0 {
+		budget = n.w.r.Intn(3)
+	}
+	if _, err := n.core.ApplyNext(budget); err != nil {
+		n.w.fail("node %d: apply: %v", n.id, err)
+		return false
+	}
+	return true
+}
+
+// onQueued runs the apply stage while the core is about to write its log
+// (in a real node the two overlap), and now and then takes the image of
+// the disk a crash in the middle of that write would leave: the node
+// crashes with it once Process returns.
+func (n *node) onQueued() {
+	if !n.apply() {
+		return
+	}
+	if c := n.w.cfg.CrashEvery; c > 0 && !n.w.quiet && n.crashImage == nil && n.w.r.Intn(c) == 0 {
+		n.crashImage = n.crashClone()
+	}
 }
 
 // prepareAhead builds a seeded few write-sets ahead of their turn (parallel
@@ -505,6 +533,9 @@ type node struct {
 	restartAt   int64
 	pausedUntil int64
 	incarnation int
+	// crashImage, when set, is the disk a crash in the middle of the
+	// current log write leaves (see onQueued).
+	crashImage *vfs.MemFS
 
 	clients []*client
 	locks   map[string]*client
@@ -543,7 +574,7 @@ func (n *node) open() error {
 		Joiner:            n.joiner,
 		Context:           n.transferCtx,
 		Logger:            n.w.log,
-		OnApplied:         n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.onReadState, OnTransferred: n.onTransferred,
+		OnApplied:         n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.onReadState, OnTransferred: n.onTransferred, OnQueued: n.onQueued,
 		Clock:        n.w.clockTime,
 		TickInterval: simTick,
 	})
@@ -573,8 +604,11 @@ func (n *node) shutdown(crash bool) {
 	n.up = false
 	var crashed *vfs.MemFS
 	if crash {
-		seed := n.w.r.Uint64()
-		crashed = n.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: n.w.r.Intn(100), RNG: rand2.New(rand2.NewPCG(seed, seed^0x9e37))})
+		crashed = n.crashImage
+		if crashed == nil {
+			crashed = n.crashClone()
+		}
+		n.crashImage = nil
 	}
 	n.donor.Close()
 	_ = n.eng.Close()
@@ -582,6 +616,13 @@ func (n *node) shutdown(crash bool) {
 		n.fs = crashed
 	}
 	n.eng, n.core = nil, nil
+}
+
+// crashClone is the disk as a crash now leaves it: what was synced and a
+// seeded part of what was not.
+func (n *node) crashClone() *vfs.MemFS {
+	seed := n.w.r.Uint64()
+	return n.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: n.w.r.Intn(100), RNG: rand2.New(rand2.NewPCG(seed, seed^0x9e37))})
 }
 
 func (n *node) crash() {
