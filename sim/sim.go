@@ -608,8 +608,8 @@ func (n *node) shutdown(crash bool) {
 		if crashed == nil {
 			crashed = n.crashClone()
 		}
-		n.crashImage = nil
 	}
+	n.crashImage = nil
 	n.donor.Close()
 	_ = n.eng.Close()
 	if crash {
