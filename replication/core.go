@@ -628,9 +628,11 @@ func (c *Core) Process(sendEarly func([]*pb.Message)) ([]*pb.Message, error) {
 	return out, nil
 }
 
-// outgoing returns the messages of a Ready to send and the read answers to
-// give, through the lease when there is one.
+// outgoing returns the messages of a Ready to send (without answers to
+// commit notices) and the read answers to give, through the lease when
+// there is one.
 func (c *Core) outgoing(msgs []*pb.Message, readStates []raft.ReadState) ([]*pb.Message, []raft.ReadState) {
+	msgs = withoutNoticeAnswers(msgs)
 	if c.lease != nil {
 		return c.leaseHold(msgs, readStates)
 	}

@@ -213,19 +213,20 @@ func (c *Core) committedInTerm(term, commit uint64) bool {
 }
 
 // LeaseRead returns the cluster's commit index as of the call when this
-// node leads under a published lease, without a raft round; ok is false
-// otherwise (ask raft). Safe from any goroutine.
-func (c *Core) LeaseRead() (index uint64, ok bool) {
+// node leads under a published lease, without a raft round, and the term
+// it leads, to which the entry at index belongs (see LearnCommit); ok is
+// false otherwise (ask raft). Safe from any goroutine.
+func (c *Core) LeaseRead() (index, term uint64, ok bool) {
 	g := c.grant.Load()
 	if g == nil {
-		return 0, false
+		return 0, 0, false
 	}
 	c.mu.Lock()
-	term, index := c.term, c.commitIndex
+	term, index = c.term, c.commitIndex
 	c.mu.Unlock()
 	if term != g.term || c.grant.Load() != g || c.cfg.Clock() >= g.until {
-		return 0, false
+		return 0, 0, false
 	}
 	c.stats.LeaseReads.Add(1)
-	return index, true
+	return index, term, true
 }

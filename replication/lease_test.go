@@ -31,6 +31,8 @@ type leaseNet struct {
 	answers map[uint64]map[uint64]uint64
 	// onQueued, when set, is each core's CoreConfig.OnQueued
 	onQueued func(id uint64)
+	// drop, when set, loses the messages it returns true for
+	drop func(m *pb.Message) bool
 }
 
 func newLeaseNet(t *testing.T) *leaseNet {
@@ -94,7 +96,7 @@ func (n *leaseNet) step() {
 	in := n.queue
 	n.queue = nil
 	for _, m := range in {
-		if n.cut[m.GetFrom()] || n.cut[m.GetTo()] || n.stopped[m.GetTo()] {
+		if n.cut[m.GetFrom()] || n.cut[m.GetTo()] || n.stopped[m.GetTo()] || n.drop != nil && n.drop(m) {
 			continue
 		}
 		n.cores[m.GetTo()].Step(m)
@@ -195,7 +197,7 @@ func TestLeaseNoStaleRead(t *testing.T) {
 			}
 			n.cores[old].ReadIndex(binary.BigEndian.AppendUint64(nil, 1))
 			for i := 0; i < 100; i++ {
-				if idx, ok := n.cores[old].LeaseRead(); ok && idx < newCommit {
+				if idx, _, ok := n.cores[old].LeaseRead(); ok && idx < newCommit {
 					t.Fatalf("the cut-off old leader read index %d from its published lease; the new leader had committed %d", idx, newCommit)
 				}
 				n.step()
@@ -210,8 +212,8 @@ func TestLeaseNoStaleRead(t *testing.T) {
 			lead := n.leader()
 			n.cores[lead].ReadIndex(binary.BigEndian.AppendUint64(nil, 2))
 			n.until("read answer", 50, func() bool { _, ok := n.answers[lead][2]; return ok })
-			n.until("published lease", 50, func() bool { _, ok := n.cores[lead].LeaseRead(); return ok })
-			if idx, _ := n.cores[lead].LeaseRead(); idx < newCommit {
+			n.until("published lease", 50, func() bool { _, _, ok := n.cores[lead].LeaseRead(); return ok })
+			if idx, _, _ := n.cores[lead].LeaseRead(); idx < newCommit {
 				t.Fatalf("the new leader read index %d from its lease, below its commit %d", idx, newCommit)
 			}
 		})

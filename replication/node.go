@@ -210,6 +210,7 @@ type Node struct {
 	handoffc chan chan bool
 	recvc    chan *pb.Message
 	readc    chan struct{}
+	noticec  chan struct{} // wakes the raft loop for a commit notice
 	applyc   chan struct{} // wakes the apply stage
 	stopc    chan struct{}
 	done     chan struct{}
@@ -235,6 +236,7 @@ type Node struct {
 
 	readMu sync.Mutex
 	reads  readQueue // causal reads waiting for ReadIndex rounds
+	notice commitNotice
 
 	// appliedCh is closed and replaced at every applied batch (the
 	// prepare workers watch it); WaitApplied's callers wait in
@@ -296,6 +298,10 @@ type Stats struct {
 	// a raft round (LeaseRead), ReadLinkRounds the rounds a follower sent
 	// over its read link.
 	LeaseReads, ReadLinkRounds atomic.Uint64
+	// CommitNotices counts the commit indexes a follower learned from its
+	// read link's answers before raft's own messages brought them
+	// (LearnCommit).
+	CommitNotices atomic.Uint64
 	// SyncWaits counts the causal waits (StartSyncWait) sessions waited
 	// for; SyncWaitNanos is the time they were blocked in them, and
 	// SyncWaitApplyNanos the part of it after the cluster's commit index
@@ -324,6 +330,7 @@ func Start(cfg Config) (*Node, error) {
 		removedc:  make(chan struct{}),
 		recvc:     make(chan *pb.Message, 4096),
 		readc:     make(chan struct{}, 1),
+		noticec:   make(chan struct{}, 1),
 		applyc:    make(chan struct{}, 1),
 		applied:   make(chan struct{}),
 		aheadc:    make(chan struct{}, 1),
@@ -493,6 +500,8 @@ func (n *Node) run() {
 			}
 		case <-n.readc:
 			n.loopReads()
+		case <-n.noticec:
+			n.learnCommit()
 		case cc := <-n.confc:
 			n.core.ProposeConfChange(cc)
 		case id := <-n.unreachc:

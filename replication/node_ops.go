@@ -178,7 +178,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 // returns the wait for the answer: the leader's own index from its lease
 // at once, else a share of a round (see ReadIndex).
 func (n *Node) askReadIndex() func(context.Context) (uint64, error) {
-	if idx, ok := n.core.LeaseRead(); ok {
+	if idx, _, ok := n.core.LeaseRead(); ok {
 		return func(context.Context) (uint64, error) { return idx, nil }
 	}
 	r := &readWaiter{ch: make(chan readResult, 1)}
@@ -268,9 +268,11 @@ func (n *Node) finishRead(rs raft.ReadState) {
 	n.startRead(true)
 }
 
-// finishLinkRead answers the callers of round ctx, which the leader
-// answered with index over the read link.
-func (n *Node) finishLinkRead(ctx, index uint64) {
+// finishLinkRead answers the callers of round ctx, which lead, leading
+// term, answered with index over the read link, and tells the raft loop
+// that index is committed (see LearnCommit).
+func (n *Node) finishLinkRead(lead, ctx, index, term uint64) {
+	n.noteCommit(lead, term, index)
 	n.finishRound(ctx, index)
 	n.startRead(false)
 }

@@ -22,7 +22,7 @@ import (
 // that was most of a 5-7 ms round trip. A follower therefore keeps a read
 // link to the leader, a connection of its own that carries nothing else.
 // It sends a round's context; the leader's connection goroutine answers at
-// once with its commit index when it holds a published lease
+// once with its commit index (and term, see LearnCommit) when it holds a published lease
 // (Core.LeaseRead), and otherwise steps the request into raft as the
 // MsgReadIndex the follower would have sent, so raft answers it over the
 // raft stream (or forwards it to the leader it knows). Either answer
@@ -31,7 +31,7 @@ import (
 // through raft.
 const (
 	frameReadIndex     byte = 10 // read link request: the round's context (8 bytes)
-	frameReadIndexResp byte = 11 // read link answer: the context and the commit index (8 bytes each)
+	frameReadIndexResp byte = 11 // read link answer: the context, the commit index and the leader's term (8 bytes each)
 )
 
 // readLinks counts the read links a follower has open (one per leader it
@@ -144,12 +144,12 @@ func (t *TCPTransport) readAnswers(id uint64, l *readLink) {
 		if err != nil {
 			return
 		}
-		if typ != frameReadIndexResp || len(payload) != 16 {
+		if typ != frameReadIndexResp || len(payload) != 24 {
 			t.log.Warn("closing read link: unexpected frame", "peer", fmt.Sprintf("%016x", id), "type", typ, "len", len(payload))
 			return
 		}
 		if n := t.node.Load(); n != nil {
-			n.finishLinkRead(binary.BigEndian.Uint64(payload[:8]), binary.BigEndian.Uint64(payload[8:]))
+			n.finishLinkRead(id, binary.BigEndian.Uint64(payload[:8]), binary.BigEndian.Uint64(payload[8:16]), binary.BigEndian.Uint64(payload[16:]))
 		}
 		if l.direct && r.Buffered() == 0 {
 			// The sessions just answered are queued on this goroutine's
@@ -208,10 +208,11 @@ func (t *TCPTransport) answerReadIndex(c net.Conn, from uint64, rctx []byte) boo
 	if n == nil {
 		return true // not started: the round fails after a timeout
 	}
-	if idx, ok := n.core.LeaseRead(); ok {
-		var b [16]byte
+	if idx, term, ok := n.core.LeaseRead(); ok {
+		var b [24]byte
 		copy(b[:8], rctx)
-		binary.BigEndian.PutUint64(b[8:], idx)
+		binary.BigEndian.PutUint64(b[8:16], idx)
+		binary.BigEndian.PutUint64(b[16:], term)
 		if _, direct := c.(*directio.Conn); !direct { // else bounded by its write timeout
 			_ = c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
 		}

@@ -157,8 +157,11 @@ type Result struct {
 	// Counters.
 	Commits, CertFailures, Unknown, Reads int
 	// Fragments counts fragments of streaming transactions that passed.
-	Fragments                           int
-	Crashes, Partitions, Pauses         int
+	Fragments                   int
+	Crashes, Partitions, Pauses int
+	// CommitNotices counts the read answers a follower committed from
+	// (replication.Core.LearnCommit).
+	CommitNotices                       int
 	Applied                             uint64
 	MessagesDropped, MessagesDuplicated uint64
 }
@@ -185,6 +188,7 @@ func Run(cfg Config) (res *Result) {
 		res.Commits, res.CertFailures, res.Unknown, res.Reads = w.commits, w.certFailures, w.unknown, w.reads
 		res.Fragments = w.fragments
 		res.Crashes, res.Partitions, res.Pauses = w.crashes, w.partitions, w.pauses
+		res.CommitNotices = w.notices
 		res.MessagesDropped, res.MessagesDuplicated = w.net.dropped, w.net.duped
 	}()
 	if err := w.start(); err != nil {
@@ -235,6 +239,7 @@ type world struct {
 	commits, certFailures, unknown, reads int
 	fragments                             int
 	crashes, partitions, pauses           int
+	notices                               int
 }
 
 const (
@@ -360,6 +365,11 @@ func (w *world) step() {
 		case !n.up:
 		case n.pausedUntil > w.tick:
 			w.net.send(n.pausedUntil-1, []*pb.Message{m}) // delivered after the pause
+		case isCommitNotice(m):
+			if n.core.LearnCommit(m.GetFrom(), m.GetTerm(), m.GetIndex()) {
+				w.notices++
+				w.event("n%d commits up to %d from n%d's read answer (term %d)", n.id, m.GetIndex(), m.GetFrom(), m.GetTerm())
+			}
 		default:
 			n.core.Step(m)
 		}
@@ -407,12 +417,39 @@ func (n *node) process() {
 		return
 	}
 	n.w.net.send(n.w.tick, msgs)
+	n.sendCommitNotices()
 	n.prepareAhead()
 	if !n.apply() {
 		return
 	}
 	n.prepareAhead()
 	n.progress()
+}
+
+// commitNoticeCtx marks the messages standing for a leader's read link
+// answers, which the network delays, drops, duplicates and cuts as it does
+// raft's messages.
+var commitNoticeCtx = []byte("sim: commit notice")
+
+func isCommitNotice(m *pb.Message) bool { return string(m.GetContext()) == string(commitNoticeCtx) }
+
+// sendCommitNotices, on a leader with a published lease, answers a seeded
+// share of its followers' read link requests (the node never waits for
+// them here): each answer tells the follower the leader's commit index and
+// term, which it commits from (replication.Core.LearnCommit) if it still
+// holds when the answer arrives.
+func (n *node) sendCommitNotices() {
+	index, term, ok := n.core.LeaseRead()
+	if !ok {
+		return
+	}
+	var out []*pb.Message
+	for _, f := range n.w.nodes {
+		if f.id != n.id && n.w.r.Intn(3) == 0 {
+			out = append(out, &pb.Message{Type: pb.MsgReadIndexResp.Enum(), From: &n.id, To: &f.id, Term: &term, Index: &index, Context: commitNoticeCtx})
+		}
+	}
+	n.w.net.send(n.w.tick, out)
 }
 
 // apply runs the apply stage: it runs on its own in a real node; here it

@@ -246,7 +246,8 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 	// the waits took the read link to the leader (or, on the leader, its
 	// lease), not raft rounds
 	rounds, link, lease := qStatus(t, c.Nodes[1], "certus_sync_wait_rounds"), qStatus(t, c.Nodes[1], "certus_sync_wait_link_rounds"), qStatus(t, c.Nodes[1], "certus_sync_wait_lease_reads")
-	t.Logf("node 2: %d rounds, %d over the read link, %d reads from its lease", rounds, link, lease)
+	t.Logf("node 2: %d rounds, %d over the read link, %d reads from its lease, %d commits learned from the leader's answers",
+		rounds, link, lease, qStatus(t, c.Nodes[1], "certus_sync_wait_commit_notices"))
 	if rounds > int64(waits)+10 {
 		t.Fatalf("%d rounds for %d waits: a transaction's read did not take the wait its BEGIN started", rounds, waits)
 	}
