@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -131,6 +133,23 @@ func healthy(addr string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// Lead makes node i (from 1) the cluster's raft leader (certus lead) and
+// returns its answer.
+func (c *Certus) Lead(i int) (string, error) {
+	cl := &http.Client{Timeout: 40 * time.Second}
+	resp, err := cl.Post("http://"+c.HTTP[i-1]+"/lead", "text/plain", nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	msg := strings.TrimSpace(string(body))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("node %d: %s: %s", i, resp.Status, msg)
+	}
+	return msg, nil
 }
 
 // createBenchUser creates, as root on the first node, the sbtest database

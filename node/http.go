@@ -61,6 +61,7 @@ func startHTTP(n *Node, addr string) (*httpServer, error) {
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/leave", n.handleLeave)
+	mux.HandleFunc("/lead", n.handleLead)
 	mux.HandleFunc("/members/remove", n.handleRemove)
 	if n.cfg.FaultInjection {
 		mux.HandleFunc("/debug/fault", n.handleFault)
@@ -251,6 +252,28 @@ func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("left the cluster\n"))
+}
+
+// handleLead implements POST /lead: the node asks the leader to hand
+// leadership over and answers once it leads (or after 30 s).
+func (n *Node) handleLead(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if err := n.Repl.TakeLeadership(ctx); err != nil {
+		code := http.StatusServiceUnavailable
+		if errors.Is(err, replication.ErrCannotLead) {
+			code = http.StatusConflict
+		}
+		http.Error(w, "lead: "+err.Error(), code)
+		return
+	}
+	st := n.Repl.Status()
+	n.log.Info("this node leads", "term", st.Term)
+	_, _ = fmt.Fprintf(w, "%s leads (term %d)\n", n.cfg.Name, st.Term)
 }
 
 // handleRemove implements POST /members/remove?name=NAME: removes another

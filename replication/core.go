@@ -1192,6 +1192,27 @@ func (c *Core) TransferLeadership() bool {
 	return true
 }
 
+// RequestLeadership asks the leader to hand leadership to this node (a
+// follower forwards the request to the leader it knows); nil when the
+// request went out or the node leads already. An arbitrator or a learner
+// cannot lead (ErrCannotLead); a node that knows no leader (an election
+// is under way) cannot ask yet (errNoLeader).
+func (c *Core) RequestLeadership() error {
+	st := c.raw.Status()
+	if _, voter := st.Config.Voters.IDs()[c.cfg.Self.ID]; c.cfg.Arbitrator || !voter {
+		return ErrCannotLead
+	}
+	switch {
+	case st.RaftState == raft.StateLeader:
+		return nil
+	case st.Lead == raft.None:
+		return errNoLeader
+	}
+	c.log.Info("asking for leadership", "leader", fmt.Sprintf("%016x", st.Lead))
+	c.raw.TransferLeader(c.cfg.Self.ID)
+	return nil
+}
+
 // Status is a snapshot of a node's replication state.
 type Status struct {
 	ID          uint64

@@ -140,31 +140,90 @@ func (n *Node) reportUnreachable(id uint64) {
 // Removed is closed when this node's removal from the cluster applies.
 func (n *Node) Removed() <-chan struct{} { return n.removedc }
 
+// leadRequest asks the raft loop to move leadership: to this node (take)
+// or away from it; reply tells whether the request went out (nil) or why
+// not.
+type leadRequest struct {
+	take  bool
+	reply chan error
+}
+
+// errNoTransfer: this node does not lead, or no member can take over.
+var errNoTransfer = errors.New("replication: no leadership to hand over")
+
+// errNoLeader: no leader is known (an election is under way).
+var errNoLeader = errors.New("replication: no leader known")
+
+// askLead hands a request to the raft loop and returns its reply.
+func (n *Node) askLead(ctx context.Context, take bool) error {
+	req := leadRequest{take: take, reply: make(chan error, 1)}
+	select {
+	case n.handoffc <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.stopc:
+		return ErrStopped
+	}
+	return <-req.reply
+}
+
 // HandOffLeadership transfers leadership away from this node, when it
 // leads, and waits (up to an election timeout) until another member leads.
 func (n *Node) HandOffLeadership(ctx context.Context) {
-	reply := make(chan bool, 1)
-	select {
-	case n.handoffc <- reply:
-	case <-ctx.Done():
-		return
-	case <-n.stopc:
+	if n.askLead(ctx, false) != nil {
 		return
 	}
-	if !<-reply {
-		return
-	}
+	n.waitLeader(ctx, func(lead uint64) bool { return lead != 0 && lead != n.cfg.Self.ID })
+}
+
+// waitLeader waits up to an election timeout until done(leader) holds;
+// it reports whether it did.
+func (n *Node) waitLeader(ctx context.Context, done func(lead uint64) bool) bool {
 	deadline := time.After(n.electionTimeout())
 	for {
-		if st := n.core.Status(); st.Leader != 0 && st.Leader != n.cfg.Self.ID {
-			return
+		if done(n.core.Status().Leader) {
+			return true
 		}
 		select {
 		case <-time.After(10 * time.Millisecond):
 		case <-deadline:
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
+		case <-n.stopc:
+			return false
+		}
+	}
+}
+
+// ErrCannotLead is returned by TakeLeadership when this node cannot lead:
+// it is an arbitrator or a learner.
+var ErrCannotLead = errors.New("replication: this node cannot lead")
+
+// TakeLeadership makes this node the cluster's leader and waits until it
+// leads: it asks the leader to hand leadership over (the leader first
+// brings this node's log up to its own), and asks again after every
+// election timeout (raft gives a transfer up after one) until ctx ends.
+// Operators use it to put the leader where the writes are (followers
+// forward every proposal to it) or to move it before maintenance.
+func (n *Node) TakeLeadership(ctx context.Context) error {
+	self := func(lead uint64) bool { return lead == n.cfg.Self.ID }
+	for {
+		switch err := n.askLead(ctx, true); {
+		case errors.Is(err, errNoLeader):
+		case err != nil:
+			return err
+		}
+		if n.waitLeader(ctx, self) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		select {
+		case <-n.stopc:
+			return ErrStopped
+		default:
 		}
 	}
 }

@@ -207,7 +207,7 @@ type Node struct {
 	propc    chan []byte
 	confc    chan *pb.ConfChangeV2
 	unreachc chan uint64
-	handoffc chan chan bool
+	handoffc chan leadRequest
 	recvc    chan *pb.Message
 	readc    chan struct{}
 	noticec  chan struct{} // wakes the raft loop for a commit notice
@@ -326,7 +326,7 @@ func Start(cfg Config) (*Node, error) {
 		propc:     make(chan []byte, 1024),
 		confc:     make(chan *pb.ConfChangeV2, 16),
 		unreachc:  make(chan uint64, 64),
-		handoffc:  make(chan chan bool),
+		handoffc:  make(chan leadRequest),
 		removedc:  make(chan struct{}),
 		recvc:     make(chan *pb.Message, 4096),
 		readc:     make(chan struct{}, 1),
@@ -506,8 +506,14 @@ func (n *Node) run() {
 			n.core.ProposeConfChange(cc)
 		case id := <-n.unreachc:
 			n.core.ReportUnreachable(id)
-		case reply := <-n.handoffc:
-			reply <- n.core.TransferLeadership()
+		case req := <-n.handoffc:
+			if req.take {
+				req.reply <- n.core.RequestLeadership()
+			} else if !n.core.TransferLeadership() {
+				req.reply <- errNoTransfer
+			} else {
+				req.reply <- nil
+			}
 		case <-n.stopc:
 			n.failAll(ErrStopped)
 			return

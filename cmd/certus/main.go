@@ -17,7 +17,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(nodeCmd(), demoCmd(), checksumCmd(), simCmd(), benchCmd())
-	root.AddCommand(proxyCmd(), arbitratorCmd(), leaveCmd(), removeCmd(), healthCmd())
+	root.AddCommand(proxyCmd(), arbitratorCmd(), leaveCmd(), leadCmd(), removeCmd(), healthCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "certus:", err)
 		os.Exit(1)
