@@ -60,9 +60,9 @@ func startHTTP(n *Node, addr string) (*httpServer, error) {
 		_ = enc.Encode(n.StatusDoc())
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/leave", n.handleLeave)
-	mux.HandleFunc("/lead", n.handleLead)
-	mux.HandleFunc("/members/remove", n.handleRemove)
+	mux.HandleFunc("/leave", adminPost(n.handleLeave))
+	mux.HandleFunc("/lead", adminPost(n.handleLead))
+	mux.HandleFunc("/members/remove", adminPost(n.handleRemove))
 	if n.cfg.FaultInjection {
 		mux.HandleFunc("/debug/fault", n.handleFault)
 	}
@@ -237,15 +237,23 @@ func (n *Node) handleFault(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
+// adminPost serves an admin request with fn: POST only, under a deadline
+// of 30 s.
+func adminPost(fn func(ctx context.Context, w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		defer cancel()
+		fn(ctx, w, r)
+	}
+}
+
 // handleLeave implements POST /leave: the node removes itself from the
 // cluster (handing leadership over first if it leads), then stops.
-func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
+func (n *Node) handleLeave(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
 	n.log.Info("leaving the cluster")
 	if err := n.Repl.Leave(ctx); err != nil {
 		http.Error(w, "leave: "+err.Error(), http.StatusServiceUnavailable)
@@ -256,13 +264,7 @@ func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request) {
 
 // handleLead implements POST /lead: the node asks the leader to hand
 // leadership over and answers once it leads (or after 30 s).
-func (n *Node) handleLead(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
+func (n *Node) handleLead(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
 	if err := n.Repl.TakeLeadership(ctx); err != nil {
 		code := http.StatusServiceUnavailable
 		if errors.Is(err, replication.ErrCannotLead) {
@@ -278,11 +280,7 @@ func (n *Node) handleLead(w http.ResponseWriter, r *http.Request) {
 
 // handleRemove implements POST /members/remove?name=NAME: removes another
 // member (one that is gone for good) from the cluster.
-func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
-		return
-	}
+func (n *Node) handleRemove(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("name")
 	var id uint64
 	for _, m := range n.Repl.Members() {
@@ -294,8 +292,6 @@ func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no member named %q", name), http.StatusNotFound)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
 	if err := n.Repl.RemoveMember(ctx, id); err != nil {
 		http.Error(w, "remove: "+err.Error(), http.StatusServiceUnavailable)
 		return
