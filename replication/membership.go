@@ -220,11 +220,6 @@ func (n *Node) TakeLeadership(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		select {
-		case <-n.stopc:
-			return ErrStopped
-		default:
-		}
 	}
 }
 

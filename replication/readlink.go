@@ -22,10 +22,11 @@ import (
 // that was most of a 5-7 ms round trip. A follower therefore keeps a read
 // link to the leader, a connection of its own that carries nothing else.
 // It sends a round's context; the leader's connection goroutine answers at
-// once with its commit index (and term, see LearnCommit) when it holds a published lease
-// (Core.LeaseRead), and otherwise steps the request into raft as the
-// MsgReadIndex the follower would have sent, so raft answers it over the
-// raft stream (or forwards it to the leader it knows). Either answer
+// once with its commit index and term (the follower commits from them, see
+// LearnCommit) when it holds a published lease (Core.LeaseRead), and
+// otherwise steps the request into raft as the MsgReadIndex the follower
+// would have sent, so raft answers it over the raft stream (or forwards it
+// to the leader it knows). Either answer
 // finishes the round. When a link breaks, its rounds are asked through
 // raft again; a round no one answers fails after an election timeout, as
 // through raft.
