@@ -16,8 +16,8 @@ import (
 // before it could commit them), but raft tells the follower they are
 // committed only with the leader's next append or heartbeat, which comes
 // over the raft stream, behind the entries queued there and through the
-// poller: under load that was about half of the wait. The read link's
-// answer already says the same thing sooner: the leader answers from a
+// poller: under scenario d's load about 0.6 ms of a 2.8 ms wait. The read
+// link's answer already says the same thing sooner: the leader answers from a
 // proven lease, under which the entry at its commit index belongs to its
 // own term (publishLease requires an entry of the term committed, and a
 // leader appends only entries of its term). So the answer carries that
