@@ -121,6 +121,9 @@ type stmtInfo struct {
 	password    bool // SET PASSWORD ..., ALTER USER ...
 	// engineStatus: SHOW ENGINE INNODB STATUS (and nothing else)
 	engineStatus bool
+	// logTable: SHOW CREATE TABLE or CREATE TABLE, which may name a log
+	// table (logTables)
+	logTable bool
 }
 
 func inspect(q string) stmtInfo {
@@ -151,6 +154,8 @@ func inspect(q string) stmtInfo {
 			info.processList = lx.word() == ""
 		case w == "ENGINE":
 			info.engineStatus = lx.word() == "INNODB" && lx.word() == "STATUS" && lx.word() == ""
+		case w == "CREATE":
+			info.logTable = lx.word() == "TABLE"
 		case w == "ERRORS", w == "WARNINGS", w == "COUNT":
 			info.diagnostics = true
 		}
@@ -190,7 +195,9 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{drop: true, ddl: true}
 	case "ALTER":
 		return stmtInfo{ddl: true, password: lx.word() == "USER"}
-	case "CREATE", "RENAME", "TRUNCATE":
+	case "CREATE":
+		return stmtInfo{ddl: true, logTable: lx.word() == "TABLE"}
+	case "RENAME", "TRUNCATE":
 		return stmtInfo{ddl: true}
 	case "":
 		return stmtInfo{nonPrimaryOK: true, empty: isEmptyQuery(q)}
@@ -669,7 +676,8 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 }
 
 // answer runs the text statements the handler answers itself (FLUSH
-// option lists, STATUS and LOGS, SHOW ENGINE INNODB STATUS, SHOW ERRORS, SELECT
+// option lists, STATUS and LOGS, SHOW ENGINE INNODB STATUS, the log tables'
+// SHOW CREATE TABLE and CREATE TABLE, SHOW ERRORS, SELECT
 // WSREP_SYNC_WAIT_UPTO_GTID(...), KILL of a user's own connection,
 // CHECKSUM TABLE, DO, OPTIMIZE TABLE, CHECK TABLE, password changes, the
 // fast path's shapes).
@@ -685,6 +693,11 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 	}
 	if info.engineStatus {
 		return nil, true, h.engineStatus(ctx, h.session(c), out)
+	}
+	if info.logTable {
+		if handled, err := h.logTables(c, query, out); handled {
+			return nil, true, err
+		}
 	}
 	if info.diagnostics {
 		if handled, err := h.showDiagnostics(h.session(c), query, out); handled {

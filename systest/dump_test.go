@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -81,6 +82,31 @@ func TestDumpAndRestore(t *testing.T) {
 		if !bytes.Contains(out, []byte("INSERT INTO `items`")) {
 			t.Fatalf("mysqldump %v wrote no rows of items:\n%.600s", opts, out)
 		}
+	}
+
+	// a backup of the whole server: for the mysql schema, mysqldump asks
+	// for the structure of the log tables (general_log, slow_log) without
+	// listing them first and stopped at 1146
+	out, err = exec.Command(dump, "-h", host, "-P", port, "--protocol=tcp", "-u", "root", "--all-databases").Output()
+	if err != nil {
+		t.Fatalf("mysqldump --all-databases: %v\n%s", err, errOut(err))
+	}
+	for _, want := range []string{"CREATE TABLE IF NOT EXISTS `general_log`", "CREATE TABLE IF NOT EXISTS `slow_log`", "INSERT INTO `items`", "CREATE TABLE `user`"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Fatalf("mysqldump --all-databases wrote no %q", want)
+		}
+	}
+	// the dump's statement for a log table finds it there; creating one
+	// anew is refused; elsewhere the names are free
+	mustExec(t, db, "CREATE TABLE IF NOT EXISTS mysql.general_log (event_time TIMESTAMP(6) NOT NULL, argument MEDIUMTEXT NOT NULL) ENGINE=CSV")
+	wantErr(t, tryExec(db, "CREATE TABLE mysql.slow_log (a INT)"), 1050, "42S01")
+	if got := qRows(t, db, "SHOW CREATE TABLE %s.slow_log", "mysql"); !strings.Contains(got, "`query_time` time(6) NOT NULL") || !strings.Contains(got, "ENGINE=CSV") {
+		t.Fatalf("SHOW CREATE TABLE mysql.slow_log: %s", got)
+	}
+	mustExec(t, db, "CREATE TABLE IF NOT EXISTS shopcopy.general_log (id INT PRIMARY KEY)")
+	mustExec(t, db, "INSERT INTO shopcopy.general_log VALUES (1)")
+	if got := qRows(t, db, "SELECT id FROM %s.general_log", "shopcopy"); got != "[['1']]" {
+		t.Fatalf("a user table named general_log holds %s", got)
 	}
 
 	// mysqlimport starts with /*!40101 set @@character_set_database=binary */
