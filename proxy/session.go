@@ -20,7 +20,7 @@ const serverCaps = mysqlproto.CapLongPassword | mysqlproto.CapLongFlag | mysqlpr
 	mysqlproto.CapProtocol41 | mysqlproto.CapTransactions | mysqlproto.CapSecureConnection |
 	mysqlproto.CapMultiStatements | mysqlproto.CapMultiResults | mysqlproto.CapPSMultiResults |
 	mysqlproto.CapPluginAuth | mysqlproto.CapPluginAuthLenenc | mysqlproto.CapConnectAttrs |
-	mysqlproto.CapDeprecateEOF
+	mysqlproto.CapDeprecateEOF | mysqlproto.CapLocalFiles
 
 // serverVersion is the version the proxy announces to clients: the nodes'
 // MySQL version, marked as the proxy's.

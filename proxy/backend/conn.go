@@ -35,7 +35,8 @@ var ErrClientWrite = errors.New("writing to the client failed")
 const wantCaps = mysqlproto.CapLongPassword | mysqlproto.CapLongFlag | mysqlproto.CapProtocol41 |
 	mysqlproto.CapTransactions | mysqlproto.CapSecureConnection | mysqlproto.CapMultiStatements |
 	mysqlproto.CapMultiResults | mysqlproto.CapPSMultiResults | mysqlproto.CapPluginAuth |
-	mysqlproto.CapPluginAuthLenenc | mysqlproto.CapDeprecateEOF | mysqlproto.CapSessionTrack
+	mysqlproto.CapPluginAuthLenenc | mysqlproto.CapDeprecateEOF | mysqlproto.CapSessionTrack |
+	mysqlproto.CapLocalFiles
 
 // maxStmtCache bounds the prepared statements kept per connection.
 const maxStmtCache = 512
@@ -270,6 +271,56 @@ func (c *Conn) WritePacket(p []byte) error {
 	return nil
 }
 
+// erLocalInfileDisabled is MySQL's ER_CLIENT_LOCAL_FILES_DISABLED.
+const erLocalInfileDisabled = 3948
+
+// relayLocalFile serves the node's request req for a client file (LOAD
+// DATA LOCAL INFILE): it hands the request to the client dst and relays
+// the file's packets, up to the empty one that ends it, to the node. A
+// client that did not enable local files (or none, dst nil) cannot be
+// asked: the node gets an empty file and sent is false, so that the caller
+// answers the client 3948, as MySQL does, instead of the node's OK for
+// no rows. A client that breaks off mid-file breaks this connection too:
+// the node then abandons the statement rather than load part of a file.
+func (c *Conn) relayLocalFile(dst *mysqlproto.Conn, dstCaps uint32, req []byte) (sent bool, err error) {
+	if dst == nil || dstCaps&mysqlproto.CapLocalFiles == 0 {
+		if err := c.WritePacket(nil); err != nil {
+			return false, err
+		}
+		if err := c.pc.Flush(); err != nil {
+			c.Broken = true
+			return false, err
+		}
+		return false, nil
+	}
+	if err := dst.WritePacket(req); err != nil {
+		c.Broken = true
+		return false, fmt.Errorf("%w: %v", ErrClientWrite, err)
+	}
+	if err := dst.Flush(); err != nil {
+		c.Broken = true
+		return false, fmt.Errorf("%w: %v", ErrClientWrite, err)
+	}
+	for {
+		p, err := dst.ReadPacket()
+		if err != nil {
+			c.Broken = true
+			return false, fmt.Errorf("%w: reading the local file: %v", ErrClientWrite, err)
+		}
+		if err := c.WritePacket(p); err != nil {
+			return false, err
+		}
+		if len(p) == 0 {
+			break
+		}
+	}
+	if err := c.pc.Flush(); err != nil {
+		c.Broken = true
+		return false, err
+	}
+	return true, nil
+}
+
 // read reads one packet; an error marks the connection broken.
 func (c *Conn) read() ([]byte, error) {
 	p, err := c.pc.ReadPacket()
@@ -378,9 +429,14 @@ func (c *Conn) Relay(dst *mysqlproto.Conn, dstCaps uint32, col *[]string) (Resul
 			werr = dst.WritePacket(p)
 		}
 	}
+	refused := false // a LOAD DATA LOCAL the client cannot serve
 	finish := func() (Result, error) {
 		if werr != nil {
 			return res, fmt.Errorf("%w: %v", ErrClientWrite, werr)
+		}
+		if refused && res.Err == nil {
+			res.Err = mysqlproto.NewError(erLocalInfileDisabled, "42000", "Loading local data is disabled; this must be enabled on both the client and server sides")
+			res.ErrPacket = mysqlproto.AppendErr(nil, res.Err)
 		}
 		return res, nil
 	}
@@ -411,13 +467,14 @@ func (c *Conn) Relay(dst *mysqlproto.Conn, dstCaps uint32, col *[]string) (Resul
 			res.Err, res.ErrPacket = e, p
 			return finish()
 		case mysqlproto.HeaderLocalInFile:
-			// LOCAL INFILE is not offered; answer with an empty file
-			if err := c.WritePacket(nil); err != nil {
+			sent, err := c.relayLocalFile(dst, dstCaps, p)
+			if err != nil {
 				return res, err
 			}
-			if err := c.pc.Flush(); err != nil {
-				c.Broken = true
-				return res, err
+			if !sent {
+				// the node loaded nothing: its OK would read as success
+				refused = true
+				out = func([]byte) {}
 			}
 			continue
 		}

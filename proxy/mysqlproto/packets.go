@@ -10,6 +10,7 @@ const (
 	CapLongPassword     uint32 = 1
 	CapLongFlag         uint32 = 1 << 2
 	CapConnectWithDB    uint32 = 1 << 3
+	CapLocalFiles       uint32 = 1 << 7
 	CapProtocol41       uint32 = 1 << 9
 	CapSSL              uint32 = 1 << 11
 	CapTransactions     uint32 = 1 << 13
