@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"time"
 
@@ -35,13 +34,6 @@ const (
 	frameReadIndexResp byte = 11 // read link answer: the context, the commit index and the leader's term (8 bytes each)
 )
 
-// readLinks counts the read links a follower has open (one per leader it
-// asked, so at most the cluster's size less one). They are read directly
-// (internal/directio): an answer from the leader is the whole causal
-// read's wait, and under load a goroutine parked on the poller learned of
-// it about a millisecond later than a thread blocked in read(2) did.
-var readLinks = directio.Group{PerProc: 16}
-
 // linkRedial is how long after a failed dial a read link is not tried
 // again (rounds go through raft meanwhile).
 const linkRedial = time.Second
@@ -53,9 +45,8 @@ const linkWriteTimeout = time.Second
 
 // readLink is a follower's connection to a leader for read requests.
 type readLink struct {
-	c      net.Conn
-	direct bool       // c is read directly: writes are bounded by its write timeout, not deadlines
-	mu     sync.Mutex // serializes requests
+	c  net.Conn
+	mu sync.Mutex // serializes requests
 }
 
 // SendReadIndex asks member to for a read index over the read link; false
@@ -76,9 +67,7 @@ func (t *TCPTransport) SendReadIndex(to, ctx uint64) bool {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], ctx)
 	l.mu.Lock()
-	if !l.direct {
-		_ = l.c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
-	}
+	_ = l.c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
 	err := frame.Write(l.c, frameReadIndex, b[:])
 	l.mu.Unlock()
 	if err != nil {
@@ -116,10 +105,6 @@ func (t *TCPTransport) runLink(id uint64, addr string) {
 		return
 	}
 	l := &readLink{c: c}
-	if d := directio.New(c, &readLinks); d != nil {
-		_ = d.SetWriteTimeout(linkWriteTimeout)
-		l.c, l.direct = d, true
-	}
 	t.links[id] = l
 	t.mu.Unlock()
 
@@ -136,7 +121,14 @@ func (t *TCPTransport) runLink(id uint64, addr string) {
 }
 
 // readAnswers hands the answers arriving on l to the node until the link
-// breaks or carries something else.
+// breaks or carries something else. It reads through Go's poller. A thread
+// blocked in read(2) learned of an answer sooner (under write load a
+// causal read right after a write took 2.3-2.7 ms instead of 3.1 ms), but
+// each answer then woke that thread, which had to find a processor and
+// hand the answered sessions to another: 200-260 µs more of the
+// follower's CPU per causal read, and 8 oltp_read_only sessions on a
+// follower of an idle cluster lost 44-51% of their throughput to
+// wsrep_sync_wait=3 instead of 8-16% (see DESIGN.md).
 func (t *TCPTransport) readAnswers(id uint64, l *readLink) {
 	defer l.c.Close()
 	r := bufio.NewReader(l.c)
@@ -152,13 +144,6 @@ func (t *TCPTransport) readAnswers(id uint64, l *readLink) {
 		if n := t.node.Load(); n != nil {
 			n.finishLinkRead(id, binary.BigEndian.Uint64(payload[:8]), binary.BigEndian.Uint64(payload[8:16]), binary.BigEndian.Uint64(payload[16:]))
 		}
-		if l.direct && r.Buffered() == 0 {
-			// The sessions just answered are queued on this goroutine's
-			// processor, which the next read(2) keeps until the runtime's
-			// monitor takes it back (20 µs to 10 ms later); yielding runs
-			// them now: about 0.4 ms less per causal read under load.
-			runtime.Gosched()
-		}
 	}
 }
 
@@ -171,13 +156,14 @@ func (t *TCPTransport) closeLinkLocked(id uint64) {
 	}
 }
 
-// servedLinks counts the read links this node answers as a leader, read
-// directly for the reason readLinks are: a follower's request waited about
-// as long on the poller as on its own side.
+// servedLinks counts the read links this node answers as a leader. They
+// are read directly (internal/directio): under load a goroutine parked on
+// the poller learned of a request about a millisecond later than a thread
+// blocked in read(2) did, and the request is most of a causal read's wait.
 var servedLinks = directio.Group{PerProc: 16}
 
 // readDirectly moves inbound connection c, which just carried a read link
-// request, out of the poller (see readLinks) and returns the connection
+// request, out of the poller (see servedLinks) and returns the connection
 // to use from now on, or nil to keep c: when it is one already, when r
 // holds bytes read ahead (the next request comes through the poller and
 // is tried again), or when the socket cannot be moved. r reads from the
