@@ -81,8 +81,13 @@ func noteTableExists(ctx *sql.Context, n *plan.CreateTable) {
 	}
 	temp, _ := t.(sql.TemporaryTable)
 	if (temp != nil && temp.IsTemporary()) == n.Temporary() {
-		ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERTableExists, Message: fmt.Sprintf("Table '%s' already exists", n.Name())})
+		ctx.Session.Warn(tableExistsNote(n.Name()))
 	}
+}
+
+// tableExistsNote is MySQL's Note 1050 for table name.
+func tableExistsNote(name string) *sql.Warning {
+	return &sql.Warning{Level: "Note", Code: mysql.ERTableExists, Message: fmt.Sprintf("Table '%s' already exists", name)}
 }
 
 // ignoredErrorText is MySQL's text of the error an IGNORE statement

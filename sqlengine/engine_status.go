@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
-	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 )
@@ -26,11 +25,8 @@ func (h *Handler) engineStatus(ctx context.Context, s *Session, out func(*sqltyp
 	text := fmt.Sprintf("\n=====================================\n%s CERTUS STORAGE (pebble) STATUS\n"+
 		"=====================================\nThere is no InnoDB here: rows and indexes are stored in pebble.\n"+
 		"Replication: SHOW STATUS LIKE 'wsrep%%'.\n\n%s", time.Now().Format("2006-01-02 15:04:05"), s.p.mgr.Engine().DB().Metrics().String())
-	field := func(n string) *querypb.Field {
-		return &querypb.Field{Name: n, Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: 1 << 20}
-	}
 	return out(&sqltypes.Result{
-		Fields: []*querypb.Field{field("Type"), field("Name"), field("Status")},
+		Fields: []*querypb.Field{textField("Type", 1<<20), textField("Name", 1<<20), textField("Status", 1<<20)},
 		Rows:   [][]sqltypes.Value{{sqltypes.NewVarChar("InnoDB"), sqltypes.NewVarChar(""), sqltypes.NewVarChar(text)}},
 	})
 }

@@ -1,10 +1,8 @@
 package sqlengine
 
 import (
-	"fmt"
 	"strings"
 
-	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
@@ -83,11 +81,8 @@ func (h *Handler) logTables(c *mysql.Conn, query string, out func(*sqltypes.Resu
 		if !strings.EqualFold(st.Type, "create table") || name == "" {
 			return false, nil
 		}
-		field := func(n string) *querypb.Field {
-			return &querypb.Field{Name: n, Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: 1 << 20}
-		}
 		return true, out(&sqltypes.Result{
-			Fields: []*querypb.Field{field("Table"), field("Create Table")},
+			Fields: []*querypb.Field{textField("Table", 1<<20), textField("Create Table", 1<<20)},
 			Rows:   [][]sqltypes.Value{{sqltypes.NewVarChar(name), sqltypes.NewVarChar(logTableDefs[name])}},
 		})
 	case *sqlparser.DDL:
@@ -99,7 +94,7 @@ func (h *Handler) logTables(c *mysql.Conn, query string, out func(*sqltypes.Resu
 			return true, mysql.NewSQLError(mysql.ERTableExists, "42S01", "Table '%s' already exists", name)
 		}
 		s.ClearWarnings()
-		s.Warn(&sql.Warning{Level: "Note", Code: mysql.ERTableExists, Message: fmt.Sprintf("Table '%s' already exists", name)})
+		s.Warn(tableExistsNote(name))
 		return true, out(&sqltypes.Result{})
 	}
 	return false, nil

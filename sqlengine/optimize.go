@@ -86,10 +86,14 @@ func (h *Handler) maintain(ctx context.Context, c *mysql.Conn, names []sqlparser
 // adminFields are the columns of the answer of a table maintenance
 // statement.
 func adminFields() []*querypb.Field {
-	text := func(n string) *querypb.Field {
-		return &querypb.Field{Name: n, Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: 255 * 4}
-	}
-	return []*querypb.Field{text("Table"), text("Op"), text("Msg_type"), text("Msg_text")}
+	const n = 255 * 4
+	return []*querypb.Field{textField("Table", n), textField("Op", n), textField("Msg_type", n), textField("Msg_text", n)}
+}
+
+// textField is a VARCHAR column of an answer the handler makes, length
+// bytes long at most.
+func textField(name string, length uint32) *querypb.Field {
+	return &querypb.Field{Name: name, Type: querypb.Type_VARCHAR, Charset: mysql.CharacterSetUtf8, ColumnLength: length}
 }
 
 // adminRow is a row of a table maintenance statement's answer.

@@ -255,11 +255,7 @@ func (c *Conn) WriteCommand(cmd byte, payload []byte) error {
 		c.Broken = true
 		return err
 	}
-	if err := c.pc.Flush(); err != nil {
-		c.Broken = true
-		return err
-	}
-	return nil
+	return c.flush()
 }
 
 // WritePacket sends one more packet of the current command (no flush).
@@ -283,42 +279,44 @@ const erLocalInfileDisabled = 3948
 // no rows. A client that breaks off mid-file breaks this connection too:
 // the node then abandons the statement rather than load part of a file.
 func (c *Conn) relayLocalFile(dst *mysqlproto.Conn, dstCaps uint32, req []byte) (sent bool, err error) {
-	if dst == nil || dstCaps&mysqlproto.CapLocalFiles == 0 {
+	sent = dst != nil && dstCaps&mysqlproto.CapLocalFiles != 0
+	if !sent {
 		if err := c.WritePacket(nil); err != nil {
 			return false, err
 		}
-		if err := c.pc.Flush(); err != nil {
-			c.Broken = true
-			return false, err
-		}
-		return false, nil
+		return false, c.flush()
+	}
+	clientErr := func(what string, err error) error {
+		c.Broken = true
+		return fmt.Errorf("%w: %s: %v", ErrClientWrite, what, err)
 	}
 	if err := dst.WritePacket(req); err != nil {
-		c.Broken = true
-		return false, fmt.Errorf("%w: %v", ErrClientWrite, err)
+		return false, clientErr("asking for the local file", err)
 	}
 	if err := dst.Flush(); err != nil {
-		c.Broken = true
-		return false, fmt.Errorf("%w: %v", ErrClientWrite, err)
+		return false, clientErr("asking for the local file", err)
 	}
 	for {
 		p, err := dst.ReadPacket()
 		if err != nil {
-			c.Broken = true
-			return false, fmt.Errorf("%w: reading the local file: %v", ErrClientWrite, err)
+			return false, clientErr("reading the local file", err)
 		}
 		if err := c.WritePacket(p); err != nil {
 			return false, err
 		}
 		if len(p) == 0 {
-			break
+			return true, c.flush()
 		}
 	}
+}
+
+// flush sends the buffered packets; an error marks the connection broken.
+func (c *Conn) flush() error {
 	if err := c.pc.Flush(); err != nil {
 		c.Broken = true
-		return false, err
+		return err
 	}
-	return true, nil
+	return nil
 }
 
 // read reads one packet; an error marks the connection broken.
