@@ -50,6 +50,11 @@ type Config struct {
 	// (the default when empty) admits only loopback clients, "%" any
 	// client, as MariaDB's image does with MARIADB_ROOT_HOST.
 	RootHost string
+	// SecureFilePriv is secure_file_priv: the directory whose files
+	// LOAD_FILE, SELECT ... INTO OUTFILE and LOAD DATA INFILE of users with
+	// the FILE privilege may read and write; "" is DataDir/files, created
+	// if missing, and "NULL" lets no statement touch a file.
+	SecureFilePriv string
 	// FaultInjection enables POST /debug/fault (tests only): it cuts the
 	// node off from named peers to simulate a network partition.
 	FaultInjection bool
@@ -157,6 +162,21 @@ func Start(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// secureFiles is the file access of secure_file_priv dir (see
+// Config.SecureFilePriv).
+func secureFiles(dir, dataDir string) (*sqlengine.FileAccess, error) {
+	switch dir {
+	case "NULL":
+		return sqlengine.NewFileAccess("", dataDir)
+	case "":
+		dir = filepath.Join(dataDir, "files")
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("secure_file_priv: %w", err)
+		}
+	}
+	return sqlengine.NewFileAccess(dir, dataDir)
+}
+
 // openDataDir creates dir if needed and opens the storage in it, with sc
 // but its Dir and LogSpans: a data dir holds the raft log, whose spans
 // replication names.
@@ -257,12 +277,17 @@ func (n *Node) start() error {
 	n.Mgr = txn.NewManager(txn.Config{Engine: n.Eng, Replicator: n.Repl, StreamBytes: cfg.StreamThreshold, StreamNice: cfg.StreamNice, Logger: n.log})
 	n.Repl.SetRemoteWriteObserver(n.Mgr.RemoteWrite)
 	p := sqlengine.NewProvider(n.Mgr)
+	files, err := secureFiles(cfg.SecureFilePriv, cfg.DataDir)
+	if err != nil {
+		return err
+	}
 	n.SQL, err = sqlengine.NewServer(sqlengine.ServerConfig{
 		Addr:         cfg.SQLAddr,
 		Provider:     p,
 		Cluster:      clusterView{n},
 		RootPassword: cfg.RootPassword,
 		RootHost:     cfg.RootHost,
+		Files:        files,
 		Info: sqlengine.NodeInfo{
 			NodeName: cfg.Name, NodeAddress: cfg.PeerAddr, ClusterName: cfg.ClusterName,
 			ClusterAddress:  "certus://" + strings.Join(cfg.Join, ","),

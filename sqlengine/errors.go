@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -36,6 +37,12 @@ var (
 	// ErrReloadDenied is MySQL's answer to FLUSH from a user without
 	// RELOAD.
 	ErrReloadDenied = mysql.NewSQLError(mysql.ERSpecifiedAccessDenied, "42000", "Access denied; you need (at least one of) the RELOAD privilege(s) for this operation")
+	// errInterrupted is MySQL's answer to a statement stopped by KILL
+	// QUERY (the statement's context was cancelled).
+	errInterrupted = mysql.NewSQLError(mysql.ERQueryInterrupted, "70100", "Query execution was interrupted")
+	// errExecutionTime is MySQL's answer to a SELECT stopped by
+	// max_execution_time (the statement's context deadline passed).
+	errExecutionTime = mysql.NewSQLError(mysql.ERQueryTimeout, "HY000", "Query execution was interrupted, maximum statement execution time exceeded")
 	// ErrPacketTooLarge is returned for a statement longer than
 	// max_allowed_packet.
 	ErrPacketTooLarge = mysql.NewSQLError(mysql.ERNetPacketTooLarge, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
@@ -158,6 +165,17 @@ const erCheckConstraintViolated = 3819
 // command denied to user ... for table ..."), which vitess does not name.
 const erTableAccessDenied = 1142
 
+// MySQL's codes for statements that nest or recurse too far, which vitess
+// does not name: ER_STACK_OVERRUN_NEED_MORE, ER_PS_NO_RECURSION,
+// ER_SP_RECURSION_LIMIT, ER_VIEW_RECURSIVE, ER_CTE_MAX_RECURSION_DEPTH.
+const (
+	erStackOverrun     = 1436
+	erPSNoRecursion    = 1444
+	erSPRecursionLimit = 1456
+	erViewRecursive    = 1462
+	erCTEMaxRecursion  = 3636
+)
+
 var verb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
 
 func buildKindCodes(kinds []struct {
@@ -214,9 +232,9 @@ func ToSQLError(err error) *mysql.SQLError {
 	case errors.Is(err, writeset.ErrCorrupt):
 		return mysql.NewSQLError(mysql.ERUnknownError, "HY000", "%s", err.Error())
 	case errors.Is(err, context.Canceled):
-		return mysql.NewSQLError(mysql.ERQueryInterrupted, "70100", "Query execution was interrupted")
+		return errInterrupted
 	case errors.Is(err, context.DeadlineExceeded):
-		return mysql.NewSQLError(3024, "HY000", "Query execution was interrupted, maximum statement execution time exceeded")
+		return errExecutionTime
 	}
 	var uk sql.UniqueKeyError
 	if errors.As(err, &uk) {
@@ -228,11 +246,41 @@ func ToSQLError(err error) *mysql.SQLError {
 	return fixState(sql.CastSQLError(err))
 }
 
+// embedded matches the text of a *mysql.SQLError.
+var embedded = regexp.MustCompile(`^(?s)(.*) \(errno (\d+)\) \(sqlstate ([0-9A-Z]{5})\)$`)
+
+// embeddedSQLError recovers the MySQL error whose text msg is, or returns
+// nil: go-mysql-server reports the parser's errors, the statement guard's
+// among them, as an unknown error of their text.
+func embeddedSQLError(msg string) *mysql.SQLError {
+	m := embedded.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	code, err := strconv.Atoi(m[2])
+	if err != nil {
+		return nil
+	}
+	return mysql.NewSQLError(code, m[3], "%s", m[1])
+}
+
 // fixState replaces a generic SQLSTATE with MySQL's for known codes, and
 // turns go-mysql-server's parse errors (reported as 1105) into 1064.
 func fixState(se *mysql.SQLError) *mysql.SQLError {
 	code := se.Number()
 	msg := se.Message
+	if code == mysql.ERUnknownError {
+		if inner := embeddedSQLError(msg); inner != nil {
+			return inner
+		}
+		// go-mysql-server passes a statement's context error on as text
+		switch msg {
+		case context.Canceled.Error():
+			return errInterrupted
+		case context.DeadlineExceeded.Error():
+			return errExecutionTime
+		}
+	}
 	if code == mysql.ERUnknownError && isParseError(msg) {
 		return mysql.NewSQLError(mysql.ERParseError, "42000", "%s", msg)
 	}

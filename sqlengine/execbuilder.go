@@ -67,6 +67,21 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 	if err := refuseSetDefault(n); err != nil {
 		return nil, err
 	}
+	if err := cycle(ctx, n); err != nil {
+		return nil, err
+	}
+	switch n := n.(type) {
+	case *plan.Call:
+		if it, handled, err := b.buildCall(ctx, n, row); handled {
+			return it, err
+		}
+	case *plan.RecursiveCte:
+		countCycles(ctx, n)
+	case *plan.Truncate:
+		if err := truncatesTable(ctx, n); err != nil {
+			return nil, err
+		}
+	}
 	emitDeferred(ctx)
 	if m, ok, err := withHiddenChecks(ctx, b.cat, n); ok || err != nil {
 		if err != nil {

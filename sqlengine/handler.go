@@ -17,6 +17,7 @@ import (
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/storage"
 )
 
@@ -78,9 +79,15 @@ type Handler struct {
 	// cluster that does not).
 	stride AutoIncrementStrider
 
+	// listener guards the client connections (nil in tests without one)
+	listener *clientconn.Listener
+
 	mu       sync.Mutex
 	sessions map[uint32]*Session
 	conns    map[uint32]*mysql.Conn
+	// loginUsers are the users of the connections admitted at login, by
+	// connection (max_user_connections)
+	loginUsers map[uint32]string
 }
 
 var _ mysql.Handler = (*Handler)(nil)
@@ -106,8 +113,8 @@ type stmtInfo struct {
 	// flush: the options of a FLUSH the handler answers (flushOptions)
 	flush       []string
 	diagnostics bool // SHOW ERRORS / WARNINGS / COUNT(*) ...: read the session's conditions
-	// setGlobal: a SET that may assign a global (or persisted) variable,
-	// which needs SUPER or SYSTEM_VARIABLES_ADMIN
+	// setGlobal: a SET that may assign a global (or persisted) variable
+	// (the statement guard checks the privilege on the parsed statement)
 	setGlobal  bool
 	set        bool // SET ...
 	kill       bool // KILL [CONNECTION | QUERY] id
@@ -124,6 +131,7 @@ type stmtInfo struct {
 	// logTable: SHOW CREATE TABLE or CREATE TABLE, which may name a log
 	// table (logTables)
 	logTable bool
+	execute  bool // EXECUTE name: a prepared statement that may not run itself again (recursion.go)
 }
 
 func inspect(q string) stmtInfo {
@@ -187,6 +195,8 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{nonPrimaryOK: true}
 	case "BEGIN":
 		return stmtInfo{begin: true}
+	case "EXECUTE":
+		return stmtInfo{execute: true}
 	case "START":
 		return stmtInfo{begin: lx.word() == "TRANSACTION"}
 	case "COMMIT":
@@ -233,7 +243,7 @@ func NewHandler(inner mysql.Handler, cluster Cluster, log *slog.Logger) *Handler
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Handler{inner: inner, cluster: cluster, log: log, sessions: map[uint32]*Session{}, conns: map[uint32]*mysql.Conn{}}
+	h := &Handler{inner: inner, cluster: cluster, log: log, sessions: map[uint32]*Session{}, conns: map[uint32]*mysql.Conn{}, loginUsers: map[uint32]string{}}
 	h.stride, _ = cluster.(AutoIncrementStrider)
 	return h
 }
@@ -389,7 +399,7 @@ func (h *Handler) tracker(c *mysql.Conn) func(r *sqltypes.Result) {
 // run executes one statement through exec with the checks, the retry of
 // autocommit certification failures and the error mapping; exec gets what
 // inspect learned of the statement.
-func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec func(info stmtInfo, called *bool) error) (err error) {
+func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec func(ctx context.Context, info stmtInfo, called *bool) error) (err error) {
 	s := h.session(c)
 	defer func() {
 		if err != nil && s != nil {
@@ -412,8 +422,15 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	if s != nil && uint64(len(query)) > maxPacket(s) {
 		return ErrPacketTooLarge
 	}
-	if info.setGlobal && s != nil && !h.maySetGlobal(ctx, s, query) {
-		return ErrSetGlobalDenied
+	if s != nil {
+		defer s.recursion.endStatement()
+		if info.execute {
+			done, err := s.recursion.beginExecute(executeName(query))
+			if err != nil {
+				return err
+			}
+			defer done()
+		}
 	}
 	began, err := h.before(ctx, s, info)
 	if err != nil {
@@ -435,8 +452,9 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 			defer keepConditions(s)()
 		}
 	}
-	if s != nil && info.set { // it may change the AUTO_INCREMENT variables
+	if s != nil && info.set { // it may change the AUTO_INCREMENT variables and wait_timeout
 		defer func() {
+			h.idleTimeoutChanged(c, s)
 			s.autoIncStride = 0
 			if info.setGlobal {
 				autoIncrementGlobal.Store(0)
@@ -453,10 +471,16 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	if s != nil && info.ddl {
 		s.prepared = nil // a temporary table may now hide a table a statement named
 	}
+	if s != nil && info.kind == kindRead {
+		var cancel context.CancelFunc
+		if ctx, cancel = executionLimit(ctx, s, query); cancel != nil {
+			defer cancel()
+		}
+	}
 	left, lent := retries(s, info), false
 	for {
 		called := false
-		err = exec(info, &called)
+		err = exec(ctx, info, &called)
 		if err == nil {
 			return nil
 		}
@@ -464,7 +488,7 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 			left--
 			continue
 		}
-		if !called && !lent && info.kind == kindRead {
+		if !called && !lent {
 			if restore := lendDatabase(s, query, err); restore != nil {
 				lent = true
 				defer restore()
@@ -562,12 +586,16 @@ func (h *Handler) ConnectionClosed(c *mysql.Conn) {
 	h.mu.Lock()
 	delete(h.sessions, c.ConnectionID)
 	delete(h.conns, c.ConnectionID)
+	delete(h.loginUsers, c.ConnectionID)
 	h.mu.Unlock()
 }
 
 // ConnectionAuthenticated implements mysql.Handler.
 func (h *Handler) ConnectionAuthenticated(c *mysql.Conn) error {
-	return ToSQLErrorOrNil(h.inner.ConnectionAuthenticated(c))
+	if err := h.inner.ConnectionAuthenticated(c); err != nil {
+		return ToSQLError(err)
+	}
+	return h.admitted(c)
 }
 
 // ConnectionAborted implements mysql.Handler.
@@ -593,7 +621,7 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 		// MariaDB answers the first line of its dumps
 		return callback(&sqltypes.Result{}, false)
 	}
-	return h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
+	return h.run(ctx, c, query, func(ctx context.Context, info stmtInfo, called *bool) error {
 		if info.showGrants {
 			defer h.ownGrants(ctx, h.session(c), query)()
 		}
@@ -649,7 +677,7 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 		return "", callback(&sqltypes.Result{}, false)
 	}
 	var rest string
-	err := h.run(ctx, c, query, func(info stmtInfo, called *bool) error {
+	err := h.run(ctx, c, query, func(ctx context.Context, info stmtInfo, called *bool) error {
 		if info.showGrants {
 			defer h.ownGrants(ctx, h.session(c), query)()
 		}
@@ -819,7 +847,7 @@ func cloneFields(fields []*querypb.Field) []*querypb.Field {
 
 // ComStmtExecute implements mysql.Handler.
 func (h *Handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
-	return h.run(ctx, c, prepare.PrepareStmt, func(_ stmtInfo, called *bool) error {
+	return h.run(ctx, c, prepare.PrepareStmt, func(ctx context.Context, _ stmtInfo, called *bool) error {
 		track := h.tracker(c)
 		fc := &fastCall{h: h, c: c, s: h.session(c), query: prepare.PrepareStmt, prepared: true, binds: prepare.BindVars,
 			out: func(r *sqltypes.Result) error {

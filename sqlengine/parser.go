@@ -29,34 +29,46 @@ type rewritingParser struct {
 // ParseSimple implements sql.Parser.
 func (p rewritingParser) ParseSimple(query string) (ast.Statement, error) {
 	st, err := p.Parser.ParseSimple(query)
-	return p.rewrite(nil, query, st), err
+	return p.rewrite(nil, query, st, err)
 }
 
 // Parse implements sql.Parser.
 func (p rewritingParser) Parse(ctx *sql.Context, query string, multi bool) (ast.Statement, string, string, error) {
 	st, parsed, rest, err := p.Parser.Parse(ctx, query, multi)
-	return p.rewrite(ctx, parsed, st), parsed, rest, err
+	st, err = p.rewrite(ctx, parsed, st, err)
+	return st, parsed, rest, err
 }
 
 // ParseWithOptions implements sql.Parser.
 func (p rewritingParser) ParseWithOptions(ctx context.Context, query string, delimiter rune, multi bool, options ast.ParserOptions) (ast.Statement, string, string, error) {
 	st, parsed, rest, err := p.Parser.ParseWithOptions(ctx, query, delimiter, multi, options)
 	sctx, _ := ctx.(*sql.Context)
-	return p.rewrite(sctx, parsed, st), parsed, rest, err
+	st, err = p.rewrite(sctx, parsed, st, err)
+	return st, parsed, rest, err
 }
 
 // ParseOneWithOptions implements sql.Parser.
 func (p rewritingParser) ParseOneWithOptions(ctx context.Context, query string, options ast.ParserOptions) (ast.Statement, int, error) {
 	st, n, err := p.Parser.ParseOneWithOptions(ctx, query, options)
 	sctx, _ := ctx.(*sql.Context)
-	return p.rewrite(sctx, query, st), n, err
+	st, err = p.rewrite(sctx, query, st, err)
+	return st, n, err
 }
 
-// rewrite rewrites st, parsed from text, in place and returns it. ctx is
+// rewrite checks st, parsed from text with the parser's error perr, with
+// the statement guard, then rewrites it in place and returns it. ctx is
 // the statement's context, or nil.
-func (p rewritingParser) rewrite(ctx *sql.Context, text string, st ast.Statement) ast.Statement {
+func (p rewritingParser) rewrite(ctx *sql.Context, text string, st ast.Statement, perr error) (ast.Statement, error) {
+	if perr != nil {
+		return st, nestingError(perr)
+	}
 	if st == nil {
-		return nil
+		return nil, nil
+	}
+	if p.p != nil {
+		if err := p.p.guard.check(ctx, text, st); err != nil {
+			return nil, err
+		}
 	}
 	intervalCalls(text, st)
 	fractionalSeconds(text, st)
@@ -65,7 +77,7 @@ func (p rewritingParser) rewrite(ctx *sql.Context, text string, st ast.Statement
 	if ins, ok := st.(*ast.Insert); ok && ctx != nil && p.p != nil {
 		p.p.dropGeneratedValues(ctx, ins)
 	}
-	return st
+	return st, nil
 }
 
 // viewDatabase gives a CREATE VIEW statement's table the view's name:

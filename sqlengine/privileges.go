@@ -14,10 +14,10 @@ import (
 )
 
 // Privilege checks Certus makes itself: for the statements its fast path
-// runs without go-mysql-server, for SET GLOBAL, which go-mysql-server lets
-// any user run, for KILL and SHOW GRANTS, which it allows only to SUPER and
-// to readers of the mysql database, and for the process list, which it
-// shows whole to everyone.
+// runs without go-mysql-server, for KILL and SHOW GRANTS, which it allows
+// only to SUPER and to readers of the mysql database, and for the process
+// list, which it shows whole to everyone. SET GLOBAL and the FILE
+// privilege are the statement guard's (stmtguard.go).
 
 // privileged reports whether the session's user holds what the statement
 // needs, as go-mysql-server's authorization checks it (global, database or
@@ -67,45 +67,6 @@ var (
 	privInsert  = []sql.PrivilegeType{sql.PrivilegeType_Insert}
 	privReplace = []sql.PrivilegeType{sql.PrivilegeType_Insert, sql.PrivilegeType_Delete}
 )
-
-// maySetGlobal reports whether the session's user may run query, a SET
-// that inspect saw naming GLOBAL or PERSIST: MySQL asks SUPER or
-// SYSTEM_VARIABLES_ADMIN for assigning a global or persisted variable, and
-// go-mysql-server asks nothing. The parser decides whether one of the
-// assignments really is global; a statement it cannot parse goes on, for
-// go-mysql-server to report.
-func (h *Handler) maySetGlobal(ctx context.Context, s *Session, query string) bool {
-	if h.users == nil {
-		return true
-	}
-	// the first statement only: vitess hands the handler the rest of a
-	// multi-statement text as another query
-	st, _, err := sqlparser.ParseOne(ctx, query)
-	if err != nil {
-		return true
-	}
-	set, ok := st.(*sqlparser.Set)
-	if !ok {
-		return true
-	}
-	global := false
-	for _, e := range set.Exprs {
-		scope := e.Scope
-		if e.Name != nil && (scope == sqlparser.SetScope_None || scope == sqlparser.SetScope_Session) {
-			if _, sc, _, err := sqlparser.VarScopeForColName(e.Name); err == nil {
-				scope = sc
-			}
-		}
-		switch scope {
-		case sqlparser.SetScope_Global, sqlparser.SetScope_Persist, sqlparser.SetScope_PersistOnly:
-			global = true
-		}
-	}
-	if !global {
-		return true
-	}
-	return h.holds(ctx, s, sql.PrivilegeType_Super) || h.holdsDynamic(ctx, s, "system_variables_admin")
-}
 
 // holds reports whether the session's user holds a global privilege
 // (always true without users, or without a session).

@@ -24,6 +24,9 @@ import (
 type Provider struct {
 	mgr  *txn.Manager
 	perf *perfSchema // performance_schema: status and variables as tables
+	// guard checks every parsed statement (the server fills in the users
+	// and secure_file_priv)
+	guard stmtGuard
 
 	estimates sync.Map // table id -> rowEstimate
 }

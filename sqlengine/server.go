@@ -18,6 +18,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/sirupsen/logrus"
 
+	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/execcomment"
 	"github.com/certusdb/certus/storage"
 )
@@ -39,8 +40,9 @@ type ServerConfig struct {
 	Info NodeInfo
 	// Status returns the wsrep status variables.
 	Status func() map[string]interface{}
-	// MaxConnections bounds client connections (0: unlimited).
-	MaxConnections uint64
+	// Files is where statements may read and write the host's files
+	// (secure_file_priv; nil: nowhere).
+	Files *FileAccess
 	// Logger receives the server's log.
 	Logger *slog.Logger
 }
@@ -101,6 +103,8 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 	groupByChecksColumnsOnly(a)
 	a.ExecBuilder.PriorityBuilder = &priorityBuilder{base: a.ExecBuilder, cat: a.Catalog}
 	e := sqle.New(a, &sqle.Config{VersionPostfix: "Certus"})
+	a.Runner = guardedRunner{e}
+	a.ExecBuilder.Runner = a.Runner
 	a.Catalog.InfoSchema = withVarTables(a.Catalog.InfoSchema)
 	if cluster != nil {
 		a.Catalog.RegisterFunction(sql.NewEmptyContext(), functions(cluster, p.mgr.Engine())...)
@@ -140,6 +144,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		variables.InitSystemVariables()
 	}
 	RegisterSystemVariables(cfg.Info)
+	sql.SystemVariables.AddSystemVariables([]sql.SystemVariable{secureFilePrivVar(cfg.Files)})
 	e := NewEngine(cfg.Provider, cfg.Cluster)
 	s := &Server{Engine: e, p: cfg.Provider, root: cfg.RootPassword, rootAt: cfg.RootHost}
 	if s.rootAt == "" {
@@ -156,6 +161,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return m
 	})
 	db := e.Analyzer.Catalog.MySQLDb
+	cfg.Provider.guard = stmtGuard{users: db, files: cfg.Files}
 	db.SetPersister(&privilegePersister{p: cfg.Provider})
 	if err := s.loadPrivileges(); err != nil {
 		return nil, err
@@ -178,14 +184,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sql server: %w", err)
 	}
+	guarded := clientconn.Listen(ln, clientLimits(cfg.Logger), &clientConns)
 	// users and grants replicated from another node must be loaded before
 	// a client logs in, not only before its first statement
 	scfg := server.Config{
-		Protocol:       "tcp",
-		Address:        cfg.Addr,
-		Listener:       trackListener{Listener: ln, accepted: s.refreshPrivileges, statistics: statistics},
-		Version:        execcomment.VersionText() + "-Certus",
-		MaxConnections: cfg.MaxConnections,
+		Protocol: "tcp",
+		Address:  cfg.Addr,
+		Listener: trackListener{Listener: guarded, accepted: s.refreshPrivileges, statistics: statistics},
+		Version:  execcomment.VersionText() + "-Certus",
 	}
 	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
 		h = NewHandler(inner, cfg.Cluster, cfg.Logger)
@@ -194,10 +200,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		h.consts = &constSelects{}
 		h.users = db
 		h.processes = e.ProcessList
+		h.listener = guarded
 		return h, nil
 	})
 	if err != nil {
-		ln.Close()
+		guarded.Close()
 		return nil, fmt.Errorf("sql server on %s: %w", cfg.Addr, err)
 	}
 	s.srv = srv

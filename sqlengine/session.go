@@ -39,6 +39,8 @@ type Session struct {
 	*sql.BaseSession
 	p *Provider
 
+	// recursion bounds what the running statement recurses through
+	recursion recursion
 	// lastSeqno is the seqno of the session's last committed write-set
 	// (WSREP_LAST_WRITTEN_GTID).
 	lastSeqno uint64

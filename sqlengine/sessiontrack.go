@@ -2,7 +2,6 @@ package sqlengine
 
 import (
 	"encoding/binary"
-	"io"
 	"net"
 	"sync"
 
@@ -51,24 +50,17 @@ func (l trackListener) Accept() (net.Conn, error) {
 	if l.accepted != nil {
 		l.accepted()
 	}
-	tc := &trackConn{Conn: c, stats: l.statistics}
-	if d := directio.New(c, &clientConns); d != nil {
-		tc.io = d
-	} else {
-		tc.io = c
-	}
-	return tc, nil
+	return &trackConn{Conn: c, stats: l.statistics}, nil
 }
 
 // clientConns are the server's client connections: each has a goroutine
 // waiting on it, so they are read directly while there are at most
-// GOMAXPROCS of them.
+// GOMAXPROCS of them (the listener of internal/clientconn does it).
 var clientConns = directio.Group{PerProc: 1}
 
 // trackConn is the packet filter of one client connection.
 type trackConn struct {
-	net.Conn                    // the accepted connection, for its addresses
-	io       io.ReadWriteCloser // what reads, writes and closes: c, or its directio.Conn
+	net.Conn // the accepted connection
 
 	mu       sync.Mutex
 	greeted  bool   // the server greeting went out (with the capability added)
@@ -112,7 +104,7 @@ func (c *trackConn) flush() error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
-	_, err := c.io.Write(c.wbuf)
+	_, err := c.Conn.Write(c.wbuf)
 	c.wbuf = c.wbuf[:0]
 	if cap(c.wbuf) > 4*flushAt {
 		c.wbuf = nil
@@ -126,7 +118,7 @@ func (c *trackConn) Close() error {
 	c.mu.Lock()
 	_ = c.flush()
 	c.mu.Unlock()
-	return c.io.Close()
+	return c.Conn.Close()
 }
 
 // Tracking reports whether the client negotiated session tracking.
@@ -160,7 +152,7 @@ func (c *trackConn) Read(b []byte) (int, error) {
 		if ferr != nil {
 			return 0, ferr
 		}
-		n, err := c.io.Read(b)
+		n, err := c.Conn.Read(b)
 		if n > 0 {
 			c.mu.Lock()
 			if !c.respSeen {

@@ -3,6 +3,7 @@ package sqlengine
 import (
 	"bytes"
 	"io"
+	"net"
 	"testing"
 
 	"github.com/dolthub/vitess/go/mysql"
@@ -89,11 +90,12 @@ func TestFilterReadRefresh(t *testing.T) {
 	}
 }
 
-// pipeIO is a connection's I/O for trackConn in tests: reads come from r,
+// pipeIO is a connection for trackConn in tests: reads come from r,
 // writes go to w.
 type pipeIO struct {
-	r io.Reader
-	w bytes.Buffer
+	net.Conn // nil: only reads, writes and Close are used
+	r        io.Reader
+	w        bytes.Buffer
 }
 
 func (p *pipeIO) Read(b []byte) (int, error)  { return p.r.Read(b) }
@@ -110,7 +112,7 @@ func TestReadRefreshSmallBuffer(t *testing.T) {
 		bytes.NewReader([]byte{2, 0, 0, 0, comrefresh.Command, comrefresh.Grant | comrefresh.Status}))
 	want := append([]byte{25, 0, 0, 0, mysql.ComQuery}, "FLUSH PRIVILEGES, STATUS"...)
 	pio := &pipeIO{r: in}
-	c := &trackConn{io: pio, respSeen: true, stats: func() string { return "x" }}
+	c := &trackConn{Conn: pio, respSeen: true, stats: func() string { return "x" }}
 	var got []byte
 	buf := make([]byte, 16)
 	for {

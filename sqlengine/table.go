@@ -181,7 +181,13 @@ type rowIter struct {
 	// error) when there is none
 	next func() (*txn.RowIter, error)
 	proj []int // the projected columns (nil: all)
+	rows int   // rows read, to check the statement's context now and then
 }
+
+// cancelCheckRows is how many rows a scan reads between two looks at its
+// statement's context: a join re-scans its inner table for each outer row,
+// so the check is in the scan, at its first row and then every so many.
+const cancelCheckRows = 256
 
 func (r *rowIter) Next(ctx *sql.Context) (sql.Row, error) {
 	for {
@@ -198,6 +204,11 @@ func (r *rowIter) Next(ctx *sql.Context) (sql.Row, error) {
 				return nil, io.EOF
 			}
 			r.it = it
+		}
+		if r.rows++; r.rows%cancelCheckRows == 1 {
+			if err := ctx.Err(); err != nil {
+				return nil, err // KILL QUERY, max_execution_time or a client gone
+			}
 		}
 		_, row, ok, err := r.it.Next()
 		if err != nil {

@@ -211,6 +211,7 @@ func RegisterSystemVariables(info NodeInfo) {
 		collationVar("collation_server"),
 		collationVar("collation_connection"),
 		collationVar("collation_database"),
+		maxPacketVar(),
 		// the most memory one temporary table may take (see temptable.go)
 		&sql.MysqlSystemVariable{Name: "max_heap_table_size", Scope: both, Dynamic: true, SetVarHintApplies: true,
 			Type: types.NewSystemUintType("max_heap_table_size", 16384, 1844674407370954752), Default: uint64(defaultTempTableBytes)},

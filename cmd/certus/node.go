@@ -72,6 +72,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared secret peers must present")
 	f.StringVar(&cfg.RootPassword, "root-password", "", "password of the built-in root account (default: none)")
 	f.StringVar(&cfg.RootHost, "root-host", "localhost", `host part of the built-in root account: "localhost" admits loopback clients only, "%" any host (needs --root-password; e.g. in a container, whose clients come from outside)`)
+	f.StringVar(&cfg.SecureFilePriv, "secure-file-priv", "", `secure_file_priv: the only directory whose files LOAD_FILE(), SELECT ... INTO OUTFILE/DUMPFILE and LOAD DATA INFILE may read or write, for users with the FILE privilege ("NULL": none; default: <data-dir>/files); it may not hold the data directory`)
 	f.BoolVar(&cfg.SyncCommit, "sync-commit", true, "fsync the log before acknowledging a commit; false syncs once a second (like innodb_flush_log_at_trx_commit=2)")
 	f.Var(byteSize[uint64]{&cfg.GCacheSize}, "gcache-size", "raft log kept for members that fall behind, like Galera's gcache.size (e.g. 128MB; default 128MiB); a member that needs older entries gets a full state transfer")
 	f.Var(byteSize[int64]{&cfg.SSTMaxRate}, "sst-max-rate", "bytes per second this node sends to one joiner as a state transfer donor (e.g. 50MB; default unlimited)")
