@@ -98,7 +98,7 @@ func TestParallelApplyMatchesSerial(t *testing.T) {
 	requireIdentical(t, c)
 	var name string
 	var window float64
-	if err := n2.DB("").QueryRow("SHOW GLOBAL STATUS LIKE 'wsrep_apply_window'").Scan(&name, &window); err != nil {
+	if err := adhoc(n2, "").QueryRow("SHOW GLOBAL STATUS LIKE 'wsrep_apply_window'").Scan(&name, &window); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d commits; node 2 (4 applier threads): wsrep_apply_window %.2f, wsrep_cert_deps_distance %d",

@@ -376,7 +376,7 @@ func TestPartitionedNodeTurnsNonPrimary(t *testing.T) {
 	// the majority keeps committing
 	for i := 0; i < 50; i++ {
 		node := c.Nodes[i%2]
-		if _, err := node.DB("p").Exec("INSERT INTO p.t VALUES (?, ?)", i, i); err != nil {
+		if _, err := adhoc(node, "p").Exec("INSERT INTO p.t VALUES (?, ?)", i, i); err != nil {
 			t.Fatalf("majority insert %d on %s: %v", i, node.Name, err)
 		}
 	}

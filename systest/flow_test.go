@@ -140,7 +140,7 @@ func qStatus(t testing.TB, n *testcluster.Node, name string) int64 {
 func qStatusFloat(t testing.TB, n *testcluster.Node, name string) float64 {
 	t.Helper()
 	var k, v string
-	if err := n.DB("").QueryRow("SHOW GLOBAL STATUS LIKE '"+name+"'").Scan(&k, &v); err != nil {
+	if err := adhoc(n, "").QueryRow("SHOW GLOBAL STATUS LIKE '"+name+"'").Scan(&k, &v); err != nil {
 		t.Fatalf("%s: %s: %v", n.Name, name, err)
 	}
 	x, err := strconv.ParseFloat(v, 64)

@@ -36,7 +36,7 @@ func TestStreamingReplication(t *testing.T) {
 	awaitApplied(t, c)
 	state := func(t *testing.T, n *testcluster.Node) string {
 		var s string
-		if err := n.DB("").QueryRow("SELECT CONCAT(COUNT(*), '/', SUM(c), '/', SUM(u)) FROM sr.t").Scan(&s); err != nil {
+		if err := adhoc(n, "").QueryRow("SELECT CONCAT(COUNT(*), '/', SUM(c), '/', SUM(u)) FROM sr.t").Scan(&s); err != nil {
 			t.Fatalf("%s: %v", n.Name, err)
 		}
 		return s
@@ -118,9 +118,9 @@ func TestStreamingReplication(t *testing.T) {
 				t.Fatalf("%s sees %s before the commit, want %s: fragments must stay invisible", n.Name, got, base)
 			}
 		}
-		_, err = n1.DB("").Exec("UPDATE sr.t SET c = 99 WHERE id = 7")
+		_, err = adhoc(n1, "").Exec("UPDATE sr.t SET c = 99 WHERE id = 7")
 		wantErr(t, err, 1213, "40001")
-		_, err = n3.DB("").Exec(fmt.Sprintf("INSERT INTO sr.t VALUES (%d, 0, %d, 'x')", rows+1, rows+5)) // u taken by the stream
+		_, err = adhoc(n3, "").Exec(fmt.Sprintf("INSERT INTO sr.t VALUES (%d, 0, %d, 'x')", rows+1, rows+5)) // u taken by the stream
 		wantErr(t, err, 1213, "40001")
 		if err := exec(conn, "COMMIT"); err != nil {
 			t.Fatalf("COMMIT: %v", err)
@@ -182,7 +182,7 @@ func TestStreamingReplication(t *testing.T) {
 
 	t.Run("origin crash", func(t *testing.T) {
 		streamThenKill(t)
-		_, err := n1.DB("").Exec("UPDATE sr.t SET pad = 'origin down' WHERE id = 7")
+		_, err := adhoc(n1, "").Exec("UPDATE sr.t SET pad = 'origin down' WHERE id = 7")
 		wantErr(t, err, 1213, "40001") // locked while its origin may come back
 		n2.Start()
 		awaitStreams(t, 0, n1, n2, n3)

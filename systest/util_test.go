@@ -54,6 +54,15 @@ func startNode(t *testing.T, name, db string, flags ...string) (*testcluster.Nod
 	return n, root
 }
 
+// adhoc is a pool of root sessions on n for a statement or two: it keeps
+// no idle connection, so that helpers that poll a node do not pile up
+// sessions (a node refuses logins past max_connections, as MySQL does).
+func adhoc(n *testcluster.Node, db string) *sql.DB {
+	p := n.DB(db)
+	p.SetMaxIdleConns(0)
+	return p
+}
+
 // conn returns a dedicated session of db, closed at cleanup.
 func conn(t testing.TB, db *sql.DB) *sql.Conn {
 	t.Helper()
@@ -321,12 +330,12 @@ func equalInts(a, b []int64) bool {
 func awaitApplied(t testing.TB, c *testcluster.Cluster) {
 	t.Helper()
 	var gtid string
-	if err := c.Nodes[0].DB("").QueryRow("SELECT WSREP_LAST_SEEN_GTID()").Scan(&gtid); err != nil {
+	if err := adhoc(c.Nodes[0], "").QueryRow("SELECT WSREP_LAST_SEEN_GTID()").Scan(&gtid); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range c.Nodes[1:] {
 		var ok int
-		if err := n.DB("").QueryRow("SELECT WSREP_SYNC_WAIT_UPTO_GTID(?, 30)", gtid).Scan(&ok); err != nil {
+		if err := adhoc(n, "").QueryRow("SELECT WSREP_SYNC_WAIT_UPTO_GTID(?, 30)", gtid).Scan(&ok); err != nil {
 			t.Fatalf("%s did not apply %s: %v", n.Name, gtid, err)
 		}
 	}
