@@ -355,6 +355,12 @@ var (
 	errTooLarge   = mysqlproto.NewError(1153, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
 )
 
+// errLostBackend is what a client gets when its statement's node
+// connection broke: 2013 "Lost connection ... during query", the error
+// ProxySQL passes on for a backend lost mid-query. It tells the client
+// that the statement's outcome is unknown (a write may have committed),
+// and no driver runs the statement again by itself. The client's own
+// connection stays usable.
 func errLostBackend(node string, err error) *mysqlproto.Error {
 	return mysqlproto.NewError(2013, "HY000", "Lost connection to backend %s during query: %v", node, err)
 }

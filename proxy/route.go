@@ -22,9 +22,9 @@ const (
 	// retryPause is the pause between attempts while no writer is
 	// available or a node refuses work outside the primary component.
 	retryPause = 50 * time.Millisecond
-	// maxReadRetries bounds how often a read whose node connection broke
-	// before any result reached the client is tried on another node.
-	maxReadRetries = 3
+	// maxUndelivered bounds how often a statement whose node connection
+	// broke before any of it was written is tried again.
+	maxUndelivered = 3
 )
 
 // plan is one statement (or command) to run for the client.
@@ -94,7 +94,7 @@ func (s *session) run(pl plan, send func(*backend.Conn) error, relay func(*backe
 			record(backend.Result{}, true)
 			return s.writeErr(asSQLError(err))
 		}
-		sent := s.c.Sent()
+		sent, delivered := s.c.Sent(), c.Sent()
 		err = send(c)
 		var res backend.Result
 		if err == nil {
@@ -114,13 +114,19 @@ func (s *session) run(pl plan, send func(*backend.Conn) error, relay func(*backe
 			}
 			node := c.Node
 			s.drop(c)
+			if c.Sent() != delivered {
+				// The node may have run the statement, or died of it: a
+				// statement that crashes a node would crash each node it
+				// were carried to, so it is not tried elsewhere.
+				s.p.log.Warn("proxy: lost the node connection during a statement; not retried on another node",
+					"node", node, "conn", s.id, "digest", clip(pl.digest, 200), "err", err)
+			} else if !wasPinned && attempt < maxUndelivered && time.Now().Before(deadline) {
+				continue // nothing reached the node
+			}
 			if s.c.Sent() != sent {
 				return err // part of a result reached the client: its connection cannot continue
 			}
 			s.c.DiscardBuffered()
-			if !wasPinned && pl.st.Kind == sqltext.Read && attempt < maxReadRetries && time.Now().Before(deadline) {
-				continue
-			}
 			record(res, true)
 			return s.writeErr(errLostBackend(node, err))
 		}
@@ -144,6 +150,15 @@ func (s *session) run(pl plan, send func(*backend.Conn) error, relay func(*backe
 		record(res, res.Err != nil)
 		return werr
 	}
+}
+
+// clip cuts s to n bytes for a log line: a hostile statement's digest
+// can be megabytes long.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func (s *session) pause() {
