@@ -17,8 +17,6 @@ import (
 )
 
 const (
-	// handshakeTimeout bounds a client's login.
-	handshakeTimeout = 10 * time.Second
 	// retryPause is the pause between attempts while no writer is
 	// available or a node refuses work outside the primary component.
 	retryPause = 50 * time.Millisecond

@@ -119,7 +119,7 @@ func (c *Conn) WritePacket(p []byte) error {
 		if n > maxChunk {
 			n = maxChunk
 		}
-		hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), c.seq}
+		hdr := header(n, c.seq)
 		c.seq++
 		if _, err := c.w.Write(hdr[:]); err != nil {
 			return err
@@ -132,6 +132,16 @@ func (c *Conn) WritePacket(p []byte) error {
 			return nil
 		}
 	}
+}
+
+// header is the wire header of a packet of n payload bytes.
+func header(n int, seq uint8) [4]byte { return [4]byte{byte(n), byte(n >> 8), byte(n >> 16), seq} }
+
+// AppendPacket appends payload, shorter than 16 MiB, as one wire packet
+// with sequence id seq: a packet sent without a Conn.
+func AppendPacket(b []byte, seq uint8, payload []byte) []byte {
+	h := header(len(payload), seq)
+	return append(append(b, h[:]...), payload...)
 }
 
 // Flush sends buffered packets.
