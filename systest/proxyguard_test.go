@@ -56,13 +56,13 @@ func testProxyNotRetried(t *testing.T, c *testcluster.Cluster) {
 	done := make(chan error, 1)
 	go func() {
 		var v int
-		done <- db.QueryRow("SELECT /* " + marker + " */ SLEEP(5)").Scan(&v)
+		done <- db.QueryRow("SELECT /* " + marker + " */ SLEEP(20)").Scan(&v)
 	}()
 	node, id := processOf(t, c, marker)
 	mustExec(t, node.DB(""), fmt.Sprintf("KILL CONNECTION %d", id))
 	select {
 	case err := <-done:
-		// retried, it would have run its 5 seconds on another node and
+		// retried, it would have run its 20 seconds on another node and
 		// answered 0
 		checkErr(t, err, 2013, "HY000", "the statement whose node connection was killed")
 	case <-time.After(opTimeout):
