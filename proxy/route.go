@@ -116,8 +116,12 @@ func (s *session) run(pl plan, send func(*backend.Conn) error, relay func(*backe
 				// The node may have run the statement, or died of it: a
 				// statement that crashes a node would crash each node it
 				// were carried to, so it is not tried elsewhere.
+				digest := pl.digest
+				if digest == "" {
+					digest = sqltext.Digest(pl.text)
+				}
 				s.p.log.Warn("proxy: lost the node connection during a statement; not retried on another node",
-					"node", node, "conn", s.id, "digest", clip(pl.digest, 200), "err", err)
+					"node", node, "conn", s.id, "digest", clip(digest, 200), "err", err)
 			} else if !wasPinned && attempt < maxUndelivered && time.Now().Before(deadline) {
 				continue // nothing reached the node
 			}
