@@ -393,10 +393,11 @@ var (
 
 // errLostBackend is what a client gets when its statement's node
 // connection broke: 2013 "Lost connection ... during query", the error
-// ProxySQL passes on for a backend lost mid-query. It tells the client
+// ProxySQL sends for a backend lost during a query. It tells the client
 // that the statement's outcome is unknown (a write may have committed),
-// and no driver runs the statement again by itself. The client's own
-// connection stays usable.
+// and no driver runs the statement again by itself. Outside a transaction
+// the client's own connection stays usable, so it can act on the error;
+// ProxySQL would close it.
 func errLostBackend(node string, err error) *mysqlproto.Error {
 	return mysqlproto.NewError(2013, "HY000", "Lost connection to backend %s during query: %v", node, err)
 }

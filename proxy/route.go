@@ -130,7 +130,13 @@ func (s *session) run(pl plan, send func(*backend.Conn) error, relay func(*backe
 			}
 			s.c.DiscardBuffered()
 			record(res, true)
-			return s.writeErr(errLostBackend(node, err))
+			if werr := s.writeErr(errLostBackend(node, err)); werr != nil || !wasInTxn {
+				return werr
+			}
+			// The transaction died with the connection. The client is told
+			// and then closed, as ProxySQL closes it: its next statements
+			// would run outside the transaction it believes open.
+			return fmt.Errorf("the transaction was lost with node %s: %w", node, err)
 		}
 		if res.Err != nil && res.Err.Code == 1047 && res.ResultSets == 0 && !wasInTxn && !s.sticky &&
 			pl.st.Kind != sqltext.Commit && time.Now().Before(deadline) && s.ctx.Err() == nil {

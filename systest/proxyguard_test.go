@@ -3,6 +3,7 @@ package systest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -53,21 +54,7 @@ func testProxyNotRetried(t *testing.T, c *testcluster.Cluster) {
 	p := startProxy(t, c, "")
 	db := p.DB("", "")
 	const marker = "proxy_not_retried"
-	done := make(chan error, 1)
-	go func() {
-		var v int
-		done <- db.QueryRow("SELECT /* " + marker + " */ SLEEP(20)").Scan(&v)
-	}()
-	node, id := processOf(t, c, marker)
-	mustExec(t, node.DB(""), fmt.Sprintf("KILL CONNECTION %d", id))
-	select {
-	case err := <-done:
-		// retried, it would have run its 20 seconds on another node and
-		// answered 0
-		checkErr(t, err, 2013, "HY000", "the statement whose node connection was killed")
-	case <-time.After(opTimeout):
-		t.Fatal("the statement whose node connection was killed never finished")
-	}
+	node := killDuring(t, c, db, marker)
 	for _, n := range c.Nodes {
 		if n != node && threadRunning(t, n, marker) != 0 {
 			t.Errorf("%s runs the statement after its connection on %s was killed", n.Name, node.Name)
@@ -82,8 +69,26 @@ func testProxyNotRetried(t *testing.T, c *testcluster.Cluster) {
 		t.Errorf("reads after the lost statement reached %v, want all %d nodes", nodes, len(c.Nodes))
 	}
 
-	// the writer closes the proxy's idle connections: the next write runs
+	// in a transaction the client is closed after the 2013: its next
+	// statements would run outside the transaction it believes open
 	mustExec(t, db, "CREATE TABLE IF NOT EXISTS px.pooled (id INT PRIMARY KEY)")
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("INSERT INTO px.pooled VALUES (100)"); err != nil {
+		t.Fatal(err)
+	}
+	killDuring(t, c, tx, "proxy_txn_lost")
+	if _, err := tx.Exec("INSERT INTO px.pooled VALUES (101)"); err == nil {
+		t.Error("the session went on after its transaction was lost")
+	}
+	_ = tx.Rollback()
+	if n := qInts(t, db, "SELECT COUNT(*) FROM px.pooled WHERE id >= 100"); n[0] != 0 {
+		t.Errorf("%d rows of the lost transaction, or after it, were committed", n[0])
+	}
+
+	// the writer closes the proxy's idle connections: the next write runs
 	writer := p.writer(t)
 	for _, n := range c.Nodes {
 		if n.Name != writer {
@@ -104,6 +109,28 @@ func testProxyNotRetried(t *testing.T, c *testcluster.Cluster) {
 			t.Fatalf("write after the writer closed the proxy's idle connections: %s", errDesc(err))
 		}
 	}
+}
+
+// killDuring runs a 20-second statement marked with marker on q, kills
+// its node connection on the node that runs it, and checks that the
+// client gets 2013 for it (retried, it would have answered 0, 20 seconds
+// later, from another node). It returns that node.
+func killDuring(t *testing.T, c *testcluster.Cluster, q queryer, marker string) *testcluster.Node {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		var v int
+		done <- q.QueryRowContext(context.Background(), "SELECT /* "+marker+" */ SLEEP(20)").Scan(&v)
+	}()
+	node, id := processOf(t, c, marker)
+	mustExec(t, node.DB(""), fmt.Sprintf("KILL CONNECTION %d", id))
+	select {
+	case err := <-done:
+		checkErr(t, err, 2013, "HY000", "the statement whose node connection was killed")
+	case <-time.After(opTimeout):
+		t.Fatal("the statement whose node connection was killed never finished")
+	}
+	return node
 }
 
 // waitLog waits until a line of the proxy's log holds every one of words.
