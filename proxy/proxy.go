@@ -38,13 +38,16 @@ var ErrNoCluster = errors.New("proxy: no cluster address (--cluster)")
 
 // Proxy is a running proxy.
 type Proxy struct {
-	log   *slog.Logger
-	path  string
-	cfg   atomic.Pointer[config.Config]
-	rules atomic.Pointer[rules.Set]
-	mon   *monitor.Monitor
-	pool  *backend.Pool
-	stats *stats.Registry
+	log  *slog.Logger
+	path string
+	// override is applied to each configuration Reload reads: the
+	// command line's settings win over the file's.
+	override func(*config.Config)
+	cfg      atomic.Pointer[config.Config]
+	rules    atomic.Pointer[rules.Set]
+	mon      *monitor.Monitor
+	pool     *backend.Pool
+	stats    *stats.Registry
 	// conns are the client and backend connections, read blocked outside
 	// Go's poller while few are open (internal/directio): a session's
 	// goroutine waits on one of them at a time, its client's or a
@@ -58,6 +61,9 @@ type Proxy struct {
 	served sync.Map // string -> *atomic.Int64
 	rr     atomic.Uint64
 	connID atomic.Uint32
+	// clients counts the open client connections, logged in or not
+	// (max_connections).
+	clients atomic.Int64
 	// causalWaits counts reads that waited on a reader for the session's
 	// last commit; causalFallbacks those that then went to the writer.
 	causalWaits     atomic.Int64
@@ -80,8 +86,8 @@ type Proxy struct {
 }
 
 // New builds a proxy from cfg; path is the configuration file Reload
-// reads ("" if none).
-func New(cfg *config.Config, path string, log *slog.Logger) (*Proxy, error) {
+// reads ("" if none), and override, if not nil, changes what it reads.
+func New(cfg *config.Config, path string, override func(*config.Config), log *slog.Logger) (*Proxy, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -92,7 +98,7 @@ func New(cfg *config.Config, path string, log *slog.Logger) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{log: log, path: path, stats: stats.New(), sessions: map[uint32]*session{}, started: time.Now()}
+	p := &Proxy{log: log, path: path, override: override, stats: stats.New(), sessions: map[uint32]*session{}, started: time.Now()}
 	p.conns.PerProc = 2
 	p.cfg.Store(cfg)
 	p.rules.Store(rs)
@@ -186,6 +192,12 @@ func (p *Proxy) Reload() error {
 	if err != nil {
 		return err
 	}
+	if p.override != nil {
+		p.override(cfg)
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+	}
 	rs, err := rules.Compile(cfg.Rules)
 	if err != nil {
 		return err
@@ -255,6 +267,11 @@ func (p *Proxy) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		if p.clients.Add(1) > int64(p.cfg.Load().MaxConnections) {
+			p.clients.Add(-1)
+			refuse(nc)
+			continue
+		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
@@ -270,6 +287,18 @@ func (p *Proxy) acceptLoop() {
 	}
 }
 
+// refuse answers a client past max_connections with MySQL's 1040 in place
+// of the greeting, as MySQL does, and closes its connection. It writes one
+// small packet to a new socket, which does not block.
+func refuse(nc net.Conn) {
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write(refusal)
+	nc.Close()
+}
+
+// refusal is the packet refuse sends.
+var refusal = mysqlproto.AppendPacket(nil, 0, mysqlproto.AppendErr(nil, mysqlproto.NewError(1040, "08004", "Too many connections")))
+
 // serve runs one client session; a panic ends only that session.
 func (p *Proxy) serve(s *session) {
 	p.mu.Lock()
@@ -283,8 +312,9 @@ func (p *Proxy) serve(s *session) {
 		p.mu.Lock()
 		delete(p.sessions, s.id)
 		p.mu.Unlock()
+		p.clients.Add(-1)
 	}()
-	if err := s.handshake(); err != nil {
+	if err := s.handshake(p.cfg.Load()); err != nil {
 		p.log.Debug("proxy: handshake failed", "conn", s.id, "remote", s.c.RemoteAddr().String(), "err", err)
 		return
 	}
@@ -353,8 +383,21 @@ var (
 	errUnknownCom = mysqlproto.NewError(1047, "08S01", "Unknown command")
 	errMalformed  = mysqlproto.NewError(1835, "HY000", "Malformed communication packet")
 	errTooLarge   = mysqlproto.NewError(1153, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
+	// errInactive is MySQL's ER_CLIENT_INTERACTION_TIMEOUT, sent before
+	// it closes a connection idle for wait_timeout.
+	errInactive = mysqlproto.NewError(4031, "HY000", "The client was disconnected by the server because of inactivity. See wait_timeout and interactive_timeout for configuring this behavior.")
+	// errLongData is MySQL's answer to an execution whose parameters,
+	// sent with COM_STMT_SEND_LONG_DATA, outgrew max_allowed_packet.
+	errLongData = mysqlproto.NewError(1105, "HY000", "Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_allowed_packet' bytes")
 )
 
+// errLostBackend is what a client gets when its statement's node
+// connection broke: 2013 "Lost connection ... during query", the error
+// ProxySQL sends for a backend lost during a query. It tells the client
+// that the statement's outcome is unknown (a write may have committed),
+// and no driver runs the statement again by itself. Outside a transaction
+// the client's own connection stays usable, so it can act on the error;
+// ProxySQL would close it.
 func errLostBackend(node string, err error) *mysqlproto.Error {
 	return mysqlproto.NewError(2013, "HY000", "Lost connection to backend %s during query: %v", node, err)
 }

@@ -17,14 +17,12 @@ import (
 )
 
 const (
-	// handshakeTimeout bounds a client's login.
-	handshakeTimeout = 10 * time.Second
 	// retryPause is the pause between attempts while no writer is
 	// available or a node refuses work outside the primary component.
 	retryPause = 50 * time.Millisecond
-	// maxReadRetries bounds how often a read whose node connection broke
-	// before any result reached the client is tried on another node.
-	maxReadRetries = 3
+	// maxUndelivered bounds how often a statement whose node connection
+	// broke before any of it was written is tried again.
+	maxUndelivered = 3
 )
 
 // plan is one statement (or command) to run for the client.
@@ -94,7 +92,7 @@ func (s *session) run(pl plan, send func(*backend.Conn) error, relay func(*backe
 			record(backend.Result{}, true)
 			return s.writeErr(asSQLError(err))
 		}
-		sent := s.c.Sent()
+		sent, delivered := s.c.Sent(), c.Sent()
 		err = send(c)
 		var res backend.Result
 		if err == nil {
@@ -114,15 +112,31 @@ func (s *session) run(pl plan, send func(*backend.Conn) error, relay func(*backe
 			}
 			node := c.Node
 			s.drop(c)
+			if c.Sent() != delivered {
+				// The node may have run the statement, or died of it: a
+				// statement that crashes a node would crash each node it
+				// were carried to, so it is not tried elsewhere.
+				digest := pl.digest
+				if digest == "" {
+					digest = sqltext.Digest(pl.text)
+				}
+				s.p.log.Warn("proxy: lost the node connection during a statement; not retried on another node",
+					"node", node, "conn", s.id, "digest", clip(digest, 200), "err", err)
+			} else if !wasPinned && attempt < maxUndelivered && time.Now().Before(deadline) {
+				continue // nothing reached the node
+			}
 			if s.c.Sent() != sent {
 				return err // part of a result reached the client: its connection cannot continue
 			}
 			s.c.DiscardBuffered()
-			if !wasPinned && pl.st.Kind == sqltext.Read && attempt < maxReadRetries && time.Now().Before(deadline) {
-				continue
-			}
 			record(res, true)
-			return s.writeErr(errLostBackend(node, err))
+			if werr := s.writeErr(errLostBackend(node, err)); werr != nil || !wasInTxn {
+				return werr
+			}
+			// The transaction died with the connection. The client is told
+			// and then closed, as ProxySQL closes it: its next statements
+			// would run outside the transaction it believes open.
+			return fmt.Errorf("the transaction was lost with node %s: %w", node, err)
 		}
 		if res.Err != nil && res.Err.Code == 1047 && res.ResultSets == 0 && !wasInTxn && !s.sticky &&
 			pl.st.Kind != sqltext.Commit && time.Now().Before(deadline) && s.ctx.Err() == nil {
@@ -144,6 +158,15 @@ func (s *session) run(pl plan, send func(*backend.Conn) error, relay func(*backe
 		record(res, res.Err != nil)
 		return werr
 	}
+}
+
+// clip cuts s to n bytes for a log line: a hostile statement's digest
+// can be megabytes long.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func (s *session) pause() {

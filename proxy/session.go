@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/certusdb/certus/internal/comrefresh"
 	"github.com/certusdb/certus/internal/comstatistics"
 	"github.com/certusdb/certus/internal/execcomment"
 	"github.com/certusdb/certus/proxy/backend"
+	"github.com/certusdb/certus/proxy/config"
 	"github.com/certusdb/certus/proxy/mysqlproto"
 	"github.com/certusdb/certus/proxy/sqltext"
 )
@@ -72,6 +76,12 @@ type session struct {
 
 	stmts    map[uint32]*clientStmt
 	nextStmt uint32
+
+	// idle ends the wait for the client's next command after wait;
+	// inactive is set when it did (see readCommand).
+	wait     time.Duration
+	idle     *time.Timer
+	inactive atomic.Bool
 }
 
 // clientStmt is a statement the client prepared.
@@ -84,6 +94,10 @@ type clientStmt struct {
 	// them; executions that do not send types reuse them.
 	types []byte
 	long  map[uint16][]byte
+	// longSize is the size of long; longOver is set when it outgrew
+	// max_allowed_packet, and the next execution fails.
+	longSize int
+	longOver bool
 }
 
 func (p *Proxy) newSession(nc net.Conn) *session {
@@ -94,6 +108,9 @@ func (p *Proxy) newSession(nc net.Conn) *session {
 
 func (s *session) close() {
 	s.cancel()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	if s.pinned != nil {
 		// its transaction or session state dies with the client
 		s.pinned.Close()
@@ -103,10 +120,16 @@ func (s *session) close() {
 	s.c.Close()
 }
 
-// handshake greets the client and authenticates it.
-func (s *session) handshake() error {
-	s.c.SetDeadlineIn(handshakeTimeout)
-	defer s.c.SetDeadlineIn(0)
+// loginPacketLimit bounds a client's packets until it is authenticated: a
+// handshake response is a few hundred bytes.
+const loginPacketLimit = 64 << 10
+
+// handshake greets the client and authenticates it. The whole login,
+// however slowly the client sends it, is bounded by connect_timeout, and
+// its packets by loginPacketLimit.
+func (s *session) handshake(cfg *config.Config) error {
+	login := time.AfterFunc(time.Duration(cfg.ConnectTimeout), func() { s.c.Close() })
+	defer login.Stop()
 	salt, err := mysqlproto.NewSalt()
 	if err != nil {
 		return err
@@ -119,9 +142,8 @@ func (s *session) handshake() error {
 	if err := s.c.Flush(); err != nil {
 		return err
 	}
-	s.c.MaxPayload = 1 << 16
-	pkt, err := s.c.ReadPacket()
-	s.c.MaxPayload = mysqlproto.DefaultMaxPayload
+	s.c.MaxPayload = loginPacketLimit
+	pkt, err := s.read()
 	if err != nil {
 		return err
 	}
@@ -139,7 +161,7 @@ func (s *session) handshake() error {
 		if err := s.c.Flush(); err != nil {
 			return err
 		}
-		if auth, err = s.c.ReadPacket(); err != nil {
+		if auth, err = s.read(); err != nil {
 			return err
 		}
 	}
@@ -152,13 +174,15 @@ func (s *session) handshake() error {
 		_ = s.c.WriteErr(e)
 		return e
 	}
+	s.c.MaxPayload = cfg.MaxAllowedPacket
 	if hr.Database != "" {
-		if e := s.checkDB(hr.Database); e != nil {
+		if e := s.checkDB(hr.Database, time.Duration(cfg.ConnectTimeout)); e != nil {
 			_ = s.c.WriteErr(e)
 			return e
 		}
 		s.db = hr.Database
 	}
+	s.wait = time.Duration(cfg.WaitTimeout)
 	return s.writeOK()
 }
 
@@ -180,9 +204,10 @@ func (s *session) authenticate(user string, salt, auth []byte) bool {
 }
 
 // checkDB verifies that db exists by making it the default database of
-// a backend connection (on another node if one cannot be reached).
-func (s *session) checkDB(db string) *mysqlproto.Error {
-	ctx, cancel := context.WithTimeout(s.ctx, handshakeTimeout)
+// a backend connection (on another node if one cannot be reached), within
+// timeout.
+func (s *session) checkDB(db string, timeout time.Duration) *mysqlproto.Error {
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
 	for {
 		c, err := s.connTo(ctx, s.pickAny(), false)
@@ -203,11 +228,8 @@ func (s *session) checkDB(db string) *mysqlproto.Error {
 // loop serves commands until the client quits or the connection fails.
 func (s *session) loop() error {
 	for {
-		pkt, err := s.c.ReadPacket()
+		pkt, err := s.readCommand()
 		if err != nil {
-			if errors.Is(err, mysqlproto.ErrPacketTooLarge) {
-				_ = s.c.WriteErr(errTooLarge)
-			}
 			return err
 		}
 		if len(pkt) == 0 {
@@ -223,6 +245,47 @@ func (s *session) loop() error {
 			return err
 		}
 	}
+}
+
+// read reads the client's next packet. One longer than the connection's
+// limit is refused with 1153 before it is read, and the session ends: the
+// rest of it would be read as commands.
+func (s *session) read() ([]byte, error) {
+	pkt, err := s.c.ReadPacket()
+	if errors.Is(err, mysqlproto.ErrPacketTooLarge) {
+		_ = s.c.WriteErr(errTooLarge)
+	}
+	return pkt, err
+}
+
+// readCommand reads the client's next command, waiting for it at most
+// wait_timeout. Then, as MySQL does, it tells the client why (4031) and
+// the session ends.
+func (s *session) readCommand() ([]byte, error) {
+	if s.idle == nil {
+		s.idle = time.AfterFunc(s.wait, s.timeOut)
+	} else {
+		s.idle.Reset(s.wait)
+	}
+	pkt, err := s.read()
+	s.idle.Stop()
+	if err != nil && s.inactive.Load() {
+		s.c.ResetSeq()
+		_ = s.c.WriteErr(errInactive)
+		return nil, fmt.Errorf("idle for wait_timeout (%v)", s.wait)
+	}
+	return pkt, err
+}
+
+// timeOut ends the wait for a command: it shuts the client connection's
+// reading side, which wakes the read, and leaves its writing side open for
+// the goodbye.
+func (s *session) timeOut() {
+	s.inactive.Store(true)
+	if c, ok := s.c.Conn.(interface{ CloseRead() error }); ok && c.CloseRead() == nil {
+		return
+	}
+	s.c.Close()
 }
 
 // dispatch serves one command. An error ends the session.
@@ -269,7 +332,7 @@ func (s *session) dispatch(cmd byte, data []byte) error {
 		if cs == nil {
 			return s.writeErr(errUnknownStmt(binary.LittleEndian.Uint32(data), "mysqld_stmt_reset"))
 		}
-		cs.long = nil
+		cs.takeLong()
 		return s.writeOK()
 	case mysqlproto.ComResetConnection:
 		s.reset()
@@ -417,14 +480,30 @@ func (s *session) prepare(q string) error {
 	return s.c.Flush()
 }
 
+// takeLong returns the statement's long data, and whether it outgrew
+// max_allowed_packet, and clears both for the next execution.
+func (cs *clientStmt) takeLong() (map[uint16][]byte, bool) {
+	long, over := cs.long, cs.longOver
+	cs.long, cs.longSize, cs.longOver = nil, 0, false
+	return long, over
+}
+
 // sendLongData stores a COM_STMT_SEND_LONG_DATA chunk; it is sent to the
-// node right before the execution.
+// node right before the execution. Chunks that take a statement's long
+// data past max_allowed_packet are dropped and its next execution fails,
+// as in MySQL.
 func (s *session) sendLongData(data []byte) {
 	if len(data) < 6 {
 		return
 	}
 	cs := s.stmts[binary.LittleEndian.Uint32(data)]
 	if cs == nil {
+		return
+	}
+	if cs.longSize += len(data) - 6; cs.longSize > s.c.MaxPayload {
+		cs.long, cs.longOver = nil, true
+	}
+	if cs.longOver {
 		return
 	}
 	param := binary.LittleEndian.Uint16(data[4:])
@@ -447,14 +526,16 @@ func (s *session) execute(data []byte) error {
 	if cs == nil {
 		return s.writeErr(errUnknownStmt(id, "mysqld_stmt_execute"))
 	}
+	long, over := cs.takeLong()
+	if over {
+		return s.writeErr(errLongData)
+	}
 	body, types, err := rewriteExecute(data[9:], cs.numParams, cs.types)
 	if err != nil {
 		return s.writeErr(err)
 	}
 	cs.types = types
 	iter := data[5:9]
-	long := cs.long
-	cs.long = nil
 	return s.run(plan{st: cs.st, text: cs.sql, digest: cs.digest, record: true}, func(c *backend.Conn) error {
 		stmt, _, err := c.Prepare(cs.sql)
 		if err != nil {

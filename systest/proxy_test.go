@@ -167,6 +167,11 @@ func TestProxy(t *testing.T) {
 	t.Run("FoundRows", func(t *testing.T) { testProxyFoundRows(t, c) })
 	t.Run("AdminStatus", func(t *testing.T) { testProxyAdminStatus(t, c) })
 	t.Run("LoadDataLocal", func(t *testing.T) { testProxyLoadDataLocal(t, c) })
+	t.Run("NotRetried", func(t *testing.T) { testProxyNotRetried(t, c) })
+	t.Run("LoginFlood", func(t *testing.T) { testProxyLoginFlood(t, c) })
+	t.Run("MaxConnections", func(t *testing.T) { testProxyMaxConnections(t, c) })
+	t.Run("MaxAllowedPacket", func(t *testing.T) { testProxyMaxAllowedPacket(t, c) })
+	t.Run("WaitTimeout", func(t *testing.T) { testProxyWaitTimeout(t, c) })
 }
 
 // testProxyLoadDataLocal: LOAD DATA LOCAL INFILE through the proxy loads

@@ -35,7 +35,7 @@ func parseBytes(s string) (uint64, error) {
 }
 
 // byteSize is a flag.Value for a size in bytes.
-type byteSize[T uint64 | int64] struct{ p *T }
+type byteSize[T uint64 | int64 | int] struct{ p *T }
 
 func (b byteSize[T]) String() string {
 	if b.p == nil || *b.p == 0 {

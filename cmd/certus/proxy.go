@@ -13,10 +13,14 @@ import (
 
 	"github.com/certusdb/certus/proxy"
 	"github.com/certusdb/certus/proxy/config"
+	"github.com/certusdb/certus/proxy/mysqlproto"
 )
 
 func proxyCmd() *cobra.Command {
 	var listen, adminListen, cluster, cfgPath, logLevel string
+	// the client limits given on the command line, which win over the
+	// configuration file's at start and on every reload
+	var limits config.Config
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Run the consistency-aware MySQL proxy in front of a cluster",
@@ -30,8 +34,27 @@ keeps each session's reads causal (they see the session's own commits).
 proxy serves /backends, /rules, /stats/digest, /status and POST /reload
 over HTTP.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			flags := cmd.Flags()
+			override := func(c *config.Config) {
+				if flags.Changed("max-connections") {
+					c.MaxConnections = limits.MaxConnections
+				}
+				if flags.Changed("max-allowed-packet") {
+					c.MaxAllowedPacket = limits.MaxAllowedPacket
+				}
+				if flags.Changed("connect-timeout") {
+					c.ConnectTimeout = limits.ConnectTimeout
+				}
+				if flags.Changed("wait-timeout") {
+					c.WaitTimeout = limits.WaitTimeout
+				}
+			}
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
+				return err
+			}
+			override(cfg)
+			if err := cfg.Validate(); err != nil {
 				return err
 			}
 			if listen != "" {
@@ -52,7 +75,7 @@ over HTTP.`,
 				}
 			}
 			log := newLogger(logLevel)
-			p, err := proxy.New(cfg, cfgPath, log)
+			p, err := proxy.New(cfg, cfgPath, override, log)
 			if err != nil {
 				return err
 			}
@@ -92,5 +115,10 @@ over HTTP.`,
 	f.StringVar(&cluster, "cluster", "", "comma-separated HTTP addresses (--http-addr) of one or more nodes")
 	f.StringVar(&cfgPath, "config", "", "JSON configuration file (rules, accounts, hostgroups); SIGHUP or POST /reload re-reads it")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	limits.MaxAllowedPacket = mysqlproto.DefaultMaxPayload
+	f.IntVar(&limits.MaxConnections, "max-connections", 151, "client connections open at once, logged in or not (max_connections); one more gets error 1040")
+	f.Var(byteSize[int]{&limits.MaxAllowedPacket}, "max-allowed-packet", "largest packet a logged-in client may send (max_allowed_packet, e.g. 16MB); a larger one gets error 1153 and the connection is closed")
+	f.DurationVar((*time.Duration)(&limits.ConnectTimeout), "connect-timeout", 10*time.Second, "time a client has to log in (connect_timeout)")
+	f.DurationVar((*time.Duration)(&limits.WaitTimeout), "wait-timeout", 8*time.Hour, "a logged-in client that sends no command for this long is disconnected with error 4031 (wait_timeout)")
 	return cmd
 }

@@ -218,17 +218,7 @@ func (d *Conn) SetWriteDeadline(t time.Time) error { return d.setDeadline(false,
 func (d *Conn) SetWriteTimeout(t time.Duration) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
-		return net.ErrClosed
-	}
-	var sc syscall.Conn = d.file
-	if d.file == nil {
-		var ok bool
-		if sc, ok = d.polled.(syscall.Conn); !ok {
-			return errors.New("directio: cannot set a write timeout")
-		}
-	}
-	raw, err := sc.SyscallConn()
+	raw, err := d.raw()
 	if err != nil {
 		return err
 	}
@@ -237,6 +227,51 @@ func (d *Conn) SetWriteTimeout(t time.Duration) error {
 	if err := raw.Control(func(fd uintptr) {
 		serr = syscall.SetsockoptTimeval(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
 	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// SyscallConn implements syscall.Conn: the socket as it is now, read
+// directly or through the poller.
+func (d *Conn) SyscallConn() (syscall.RawConn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.raw()
+}
+
+// raw returns the socket's raw connection; d.mu is held.
+func (d *Conn) raw() (syscall.RawConn, error) {
+	if d.closed {
+		return nil, net.ErrClosed
+	}
+	if d.file != nil {
+		return d.file.SyscallConn()
+	}
+	sc, ok := d.polled.(syscall.Conn)
+	if !ok {
+		return nil, errors.New("directio: no socket")
+	}
+	return sc.SyscallConn()
+}
+
+// CloseRead shuts the reading side down: a read blocked on the connection
+// returns io.EOF while writes still go out, so that a server can say why
+// it ends a connection it was waiting on.
+func (d *Conn) CloseRead() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return shutdown(raw, syscall.SHUT_RD)
+}
+
+// shutdown shuts down the socket's side how (syscall.SHUT_RD, ...).
+func shutdown(raw syscall.RawConn, how int) error {
+	var serr error
+	if err := raw.Control(func(fd uintptr) { serr = syscall.Shutdown(int(fd), how) }); err != nil {
 		return err
 	}
 	return serr
@@ -326,7 +361,7 @@ func (d *Conn) Close() error {
 		return d.polled.Close()
 	}
 	if raw, err := d.file.SyscallConn(); err == nil {
-		_ = raw.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+		_ = shutdown(raw, syscall.SHUT_RDWR)
 	}
 	return d.file.Close()
 }

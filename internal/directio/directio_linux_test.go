@@ -241,6 +241,35 @@ func TestWriteTimeout(t *testing.T) {
 	}
 }
 
+// TestCloseRead checks that CloseRead from another goroutine wakes a read
+// blocked on the connection, read directly or through the poller, and that
+// writes still reach the peer.
+func TestCloseRead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, mode := range []string{"direct", "polled"} {
+		g := &Group{PerProc: 1}
+		if mode == "polled" {
+			g.live.Add(int32(runtime.GOMAXPROCS(0))) // as many others open
+		}
+		client, server := acceptPair(t, ln, g)
+		go func() {
+			time.Sleep(20 * time.Millisecond) // the server reads first and waits
+			_ = server.CloseRead()
+		}()
+		if n, err := server.Read(make([]byte, 16)); n != 0 || err != io.EOF {
+			t.Fatalf("%s: read after CloseRead: %d, %v; want io.EOF", mode, n, err)
+		}
+		if got := ioMode(server); got != mode {
+			t.Fatalf("the connection is %s, want %s", got, mode)
+		}
+		pong(t, server, client)
+	}
+}
+
 // TestIdle checks that an idle connection leaves its group's count, comes
 // back when used again, and that closing an idle one counts nothing twice.
 func TestIdle(t *testing.T) {

@@ -217,6 +217,20 @@ func scramble(plugin string, salt []byte, password string) []byte {
 	return mysqlproto.ScrambleNative(salt, password)
 }
 
+// Sent returns how many bytes have been written to the node so far; a
+// caller compares it before and after a command to learn whether any of
+// the command reached the node.
+func (c *Conn) Sent() int64 { return c.pc.Sent() }
+
+// alive reports whether an idle connection is still open as far as can be
+// told without a round trip: nothing waits to be read on it, neither the
+// end of the stream nor a packet the node sent before it closed it (it
+// restarted, or killed the thread). A statement written to such a
+// connection would fail, and the proxy could not tell it from one that
+// the node was running when it went away, which it must not run again
+// elsewhere (see Sent).
+func (c *Conn) alive() bool { return c.pc.Buffered() == 0 && peerQuiet(c.pc.Conn) }
+
 // Close closes the connection.
 func (c *Conn) Close() error {
 	c.Broken = true

@@ -37,11 +37,29 @@ func NewPool(maxIdle int) *Pool {
 // Get returns a connection to the node (node name, SQL address) logged in
 // as opt.User. It prefers an idle connection whose session state Key is
 // stateKey, then any idle one (the caller adjusts its state), then dials.
-// syncWait connections run every statement with wsrep_sync_wait=1.
+// Idle connections that sat too long or that the node closed are closed
+// on the way. syncWait connections run every statement with
+// wsrep_sync_wait=1.
 func (p *Pool) Get(ctx context.Context, node, addr string, opt Options, syncWait bool, stateKey string) (*Conn, error) {
 	k := poolKey{addr, opt.User, syncWait}
-	now := time.Now()
+	for {
+		c := p.take(k, stateKey)
+		if c == nil {
+			return p.Dial(ctx, node, addr, opt, syncWait)
+		}
+		if time.Since(c.lastUsed) < idleTimeout && c.alive() {
+			c.setIdle(false)
+			return c, nil
+		}
+		c.Close()
+	}
+}
+
+// take removes an idle connection of k from the pool, one with state
+// stateKey if there is one (nil if none is idle).
+func (p *Pool) take(k poolKey, stateKey string) *Conn {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	list := p.idle[k]
 	var c *Conn
 	for i := len(list) - 1; i >= 0; i-- {
@@ -56,15 +74,7 @@ func (p *Pool) Get(ctx context.Context, node, addr string, opt Options, syncWait
 		list = list[:len(list)-1]
 	}
 	p.idle[k] = list
-	p.mu.Unlock()
-	if c != nil {
-		if now.Sub(c.lastUsed) < idleTimeout {
-			c.setIdle(false)
-			return c, nil
-		}
-		c.Close()
-	}
-	return p.Dial(ctx, node, addr, opt, syncWait)
+	return c
 }
 
 // Dial opens a new connection to the node for the pool (it joins the

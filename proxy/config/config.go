@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/certusdb/certus/proxy/mysqlproto"
 	"github.com/certusdb/certus/proxy/rules"
 )
 
@@ -93,6 +94,20 @@ type Config struct {
 	FailoverWait Duration `json:"failover_wait"`
 	// MaxIdlePerNode bounds idle pooled connections per node (default 64).
 	MaxIdlePerNode int `json:"max_idle_per_node"`
+	// MaxConnections bounds the client connections open at once, logged
+	// in or not (default 151, as MySQL's max_connections): one more gets
+	// error 1040 and is disconnected.
+	MaxConnections int `json:"max_connections"`
+	// MaxAllowedPacket bounds a logged-in client's packets, in bytes
+	// (default 64 MiB, as MySQL's max_allowed_packet): a longer one gets
+	// error 1153 and the connection is closed.
+	MaxAllowedPacket int `json:"max_allowed_packet"`
+	// ConnectTimeout bounds a client's login, from its connection to its
+	// authentication (default 10s, as MySQL's connect_timeout).
+	ConnectTimeout Duration `json:"connect_timeout"`
+	// WaitTimeout ends a logged-in client's connection once it has sent no
+	// command for this long (default 8h, as MySQL's wait_timeout).
+	WaitTimeout Duration `json:"wait_timeout"`
 	// Rules are the query rules, in order.
 	Rules []rules.Spec `json:"rules"`
 }
@@ -145,6 +160,18 @@ func (c *Config) fill() {
 	if c.MaxIdlePerNode == 0 {
 		c.MaxIdlePerNode = 64
 	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = 151
+	}
+	if c.MaxAllowedPacket == 0 {
+		c.MaxAllowedPacket = mysqlproto.DefaultMaxPayload
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = Duration(10 * time.Second)
+	}
+	if c.WaitTimeout == 0 {
+		c.WaitTimeout = Duration(8 * time.Hour)
+	}
 }
 
 // Backend returns the account (name, password) client user u runs as on
@@ -166,6 +193,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MonitorInterval < Duration(time.Millisecond) {
 		return fmt.Errorf("%w: monitor_interval %v", ErrInvalid, time.Duration(c.MonitorInterval))
+	}
+	if c.MaxConnections < 1 {
+		return fmt.Errorf("%w: max_connections %d", ErrInvalid, c.MaxConnections)
+	}
+	if c.MaxAllowedPacket < 1<<10 || c.MaxAllowedPacket > 1<<30 {
+		return fmt.Errorf("%w: max_allowed_packet %d (from 1024 to 1073741824, as in MySQL)", ErrInvalid, c.MaxAllowedPacket)
+	}
+	if c.ConnectTimeout < 0 || c.WaitTimeout < 0 {
+		return fmt.Errorf("%w: connect_timeout %v, wait_timeout %v", ErrInvalid, time.Duration(c.ConnectTimeout), time.Duration(c.WaitTimeout))
 	}
 	seen := map[string]bool{}
 	for _, u := range c.Users {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestBackendAccount(t *testing.T) {
@@ -36,6 +37,28 @@ func TestInvalidUsers(t *testing.T) {
 		`{"users": [{"name": "app"}, {"name": "app", "password": "x"}]}`,
 		`{"users": [{"password": "x"}]}`,
 	} {
+		if _, err := Load(write(t, js)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Load(%s) = %v, want ErrInvalid", js, err)
+		}
+	}
+}
+
+// TestClientLimits: the client limits default to MySQL's and can be set;
+// values MySQL would refuse are refused.
+func TestClientLimits(t *testing.T) {
+	c := load(t, `{}`)
+	if c.MaxConnections != 151 || c.MaxAllowedPacket != 64<<20 || time.Duration(c.ConnectTimeout) != 10*time.Second ||
+		time.Duration(c.WaitTimeout) != 8*time.Hour {
+		t.Errorf("defaults: max_connections %d, max_allowed_packet %d, connect_timeout %v, wait_timeout %v",
+			c.MaxConnections, c.MaxAllowedPacket, time.Duration(c.ConnectTimeout), time.Duration(c.WaitTimeout))
+	}
+	c = load(t, `{"max_connections": 5, "max_allowed_packet": 4096, "connect_timeout": "2s", "wait_timeout": "1m"}`)
+	if c.MaxConnections != 5 || c.MaxAllowedPacket != 4096 || time.Duration(c.ConnectTimeout) != 2*time.Second ||
+		time.Duration(c.WaitTimeout) != time.Minute {
+		t.Errorf("set: %+v", c)
+	}
+	for _, js := range []string{`{"max_connections": -1}`, `{"max_allowed_packet": 100}`, `{"max_allowed_packet": 2147483648}`,
+		`{"wait_timeout": "-1s"}`} {
 		if _, err := Load(write(t, js)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Load(%s) = %v, want ErrInvalid", js, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -64,7 +65,8 @@ func (c *Conn) ResetSeq() { c.seq = 0 }
 
 // ReadPacket reads one logical payload (joining continuation packets).
 // The sequence id of the last packet read plus one becomes the id of the
-// next packet written.
+// next packet written. A payload whose announced length takes it past
+// MaxPayload is refused with ErrPacketTooLarge before it is read.
 func (c *Conn) ReadPacket() ([]byte, error) {
 	var payload []byte
 	for {
@@ -77,20 +79,34 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 		if len(payload)+n > c.MaxPayload {
 			return nil, ErrPacketTooLarge
 		}
-		if payload == nil && n < maxChunk {
-			payload = make([]byte, n)
-			if _, err := io.ReadFull(c.r, payload); err != nil {
-				return nil, err
-			}
-			return payload, nil
-		}
-		start := len(payload)
-		payload = append(payload, make([]byte, n)...)
-		if _, err := io.ReadFull(c.r, payload[start:]); err != nil {
+		var err error
+		if payload, err = c.readAppend(payload, n); err != nil {
 			return nil, err
 		}
 		if n < maxChunk {
 			return payload, nil
+		}
+	}
+}
+
+// readStep is how much of a payload ReadPacket allocates before the bytes
+// arrive.
+const readStep = 64 << 10
+
+// readAppend reads n more bytes of a payload into p. Past readStep the
+// buffer grows as the bytes arrive, at most doubling, rather than by the
+// length the peer announced: a peer that announces 16 MiB and sends a few
+// bytes costs a few bytes, not 16 MiB.
+func (c *Conn) readAppend(p []byte, n int) ([]byte, error) {
+	for {
+		k := min(n, max(readStep, len(p)))
+		start := len(p)
+		p = slices.Grow(p, k)[:start+k]
+		if _, err := io.ReadFull(c.r, p[start:]); err != nil {
+			return nil, err
+		}
+		if n -= k; n == 0 {
+			return p, nil
 		}
 	}
 }
@@ -103,7 +119,7 @@ func (c *Conn) WritePacket(p []byte) error {
 		if n > maxChunk {
 			n = maxChunk
 		}
-		hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), c.seq}
+		hdr := header(n, c.seq)
 		c.seq++
 		if _, err := c.w.Write(hdr[:]); err != nil {
 			return err
@@ -118,6 +134,16 @@ func (c *Conn) WritePacket(p []byte) error {
 	}
 }
 
+// header is the wire header of a packet of n payload bytes.
+func header(n int, seq uint8) [4]byte { return [4]byte{byte(n), byte(n >> 8), byte(n >> 16), seq} }
+
+// AppendPacket appends payload, shorter than 16 MiB, as one wire packet
+// with sequence id seq: a packet sent without a Conn.
+func AppendPacket(b []byte, seq uint8, payload []byte) []byte {
+	h := header(len(payload), seq)
+	return append(append(b, h[:]...), payload...)
+}
+
 // Flush sends buffered packets.
 func (c *Conn) Flush() error { return c.w.Flush() }
 
@@ -125,6 +151,9 @@ func (c *Conn) Flush() error { return c.w.Flush() }
 // compares it before and after an operation to learn whether anything
 // left the buffer.
 func (c *Conn) Sent() int64 { return c.cw.n }
+
+// Buffered returns how many bytes have been received but not yet read.
+func (c *Conn) Buffered() int { return c.r.Buffered() }
 
 // DiscardBuffered drops packets buffered but not yet flushed.
 func (c *Conn) DiscardBuffered() { c.w.Reset(c.cw) }

@@ -3,7 +3,9 @@ package mysqlproto
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
+	"runtime"
 	"testing"
 )
 
@@ -159,15 +161,59 @@ func TestConnFraming(t *testing.T) {
 	}
 }
 
-// FuzzClientPackets feeds arbitrary bytes to every parser a client's
-// packets reach: none may panic.
+// streamConn is a connection whose reads come from r (writes are
+// dropped).
+type streamConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (s streamConn) Read(b []byte) (int, error)  { return s.r.Read(b) }
+func (s streamConn) Write(b []byte) (int, error) { return len(b), nil }
+
+// TestReadPacketAllocatesAsBytesArrive: a peer that announces a large
+// payload (a whole 16 MiB wire packet, then a continuation) and sends a few
+// bytes of it costs about those bytes, not the length it announced.
+func TestReadPacketAllocatesAsBytesArrive(t *testing.T) {
+	for _, announced := range [][]byte{{0xff, 0xff, 0xff, 0}, {0xff, 0xff, 0xfe, 0}} {
+		stream := append(append([]byte{}, announced...), bytes.Repeat([]byte{1}, 1000)...)
+		c := NewConn(streamConn{r: bytes.NewReader(stream)})
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := c.ReadPacket(); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("truncated payload: %v", err)
+		}
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+			t.Fatalf("reading 1000 bytes of an announced %d allocated %d bytes", int(announced[0])|int(announced[1])<<8|int(announced[2])<<16, grew)
+		}
+	}
+}
+
+// FuzzClientPackets feeds arbitrary bytes to the packet reader, as a
+// connection's stream, and to every parser a client's packets reach: none
+// may panic.
 func FuzzClientPackets(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(AppendHandshakeResponse(nil, HandshakeResponse{Capabilities: CapProtocol41 | CapPluginAuthLenenc | CapConnectWithDB | CapPluginAuth, User: "u", AuthResponse: []byte{1, 2}, Database: "d", AuthPlugin: NativePassword}))
 	f.Add(AppendOK(nil, HeaderOK, OK{AffectedRows: 1, Status: StatusSessionStateChanged, SessionState: []byte{3, 1, 0}}, CapSessionTrack))
 	f.Add([]byte{0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1})
+	f.Add([]byte{3, 0, 0, 0, 3, 'S', 'E', 0xff, 0xff, 0xff, 1, 1, 2})
 	f.Fuzz(func(t *testing.T, p []byte) {
+		// p as the byte stream of a connection: packets are framed and
+		// joined, none longer than the limit
+		c := NewConn(streamConn{r: bytes.NewReader(p)})
+		c.MaxPayload = 100
+		for {
+			pkt, err := c.ReadPacket()
+			if err != nil {
+				break
+			}
+			if len(pkt) > c.MaxPayload {
+				t.Fatalf("a %d-byte payload passed the %d-byte limit", len(pkt), c.MaxPayload)
+			}
+		}
 		_, _ = ParseHandshakeResponse(p)
 		_, _ = ParseGreeting(p)
 		for _, caps := range []uint32{0, CapSessionTrack, CapDeprecateEOF | CapSessionTrack} {
