@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -267,23 +266,6 @@ func TestHostileUser(t *testing.T) {
 // must returns v, ignoring err (for RowsAffected, which MySQL drivers
 // always answer).
 func must(v int64, _ error) int64 { return v }
-
-// vmHWM is the peak resident memory of process pid, in bytes.
-func vmHWM(t *testing.T, pid int) int64 {
-	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/PID/status")
-	return 0
-}
 
 // dialIdle opens k connections to addr that send nothing.
 func dialIdle(t *testing.T, addr string, k int) []net.Conn {
