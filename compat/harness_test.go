@@ -64,6 +64,12 @@ func (h *Harness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
 		return nil, err
 	}
 	h.inUse, h.session = true, nil
+	// go-mysql-server's tests write and read files by relative names
+	files, err := sqlengine.NewFileAccess(t.TempDir(), "")
+	if err != nil {
+		return nil, err
+	}
+	n.p.SetFiles(files)
 	e := sqlengine.NewEngine(n.p, clusterView{n})
 	e.Analyzer.Catalog.MySQLDb.AddRootAccount()
 	e.Analyzer.Catalog.InfoSchema = information_schema.NewInformationSchemaDatabase()

@@ -17,6 +17,7 @@ const (
 	reasonJSONPath    = "JSON_EXTRACT follows MySQL's path language in Certus: `$.[0]` is 3143 (a member leg needs a name or *), and `.*` of a JSON null selects nothing (SQL NULL); the test expects go-mysql-server's JSONPath answers"
 	reasonTruncWarn   = "a string INSERT IGNORE cuts to the column's length is MySQL's Warning 1265 in Certus; the test expects go-mysql-server's code 1105"
 	reasonDefaultNull = "SHOW CREATE TABLE says DEFAULT NULL for a nullable column without a default in Certus, as MySQL does; this suite compares the text itself (the harness takes the difference out elsewhere)"
+	reasonCTEDepth    = "a recursive CTE stops at cte_max_recursion_depth (1000 by default) with 3636 in Certus, as in MySQL; the test recurses further (go-mysql-server stops at 10,001)"
 	reasonExplain     = "EXPLAIN answers MySQL's table, a row per table access with NULLs where MySQL has them; the test expects go-mysql-server's placeholder row, with the text 'NULL' in its numeric columns"
 	// row counts are estimates
 	reasonEstimate = "row counts are estimates from storage size (as InnoDB's TABLE_ROWS): TABLE_ROWS, SHOW TABLE STATUS, ANALYZE histograms, " +
@@ -64,6 +65,7 @@ var skipTable = []skip{
 	{"Queries", "SELECT TRUNCATE(1.223,100)", reasonPlaces},
 	{"QueriesPrepared", "SELECT TRUNCATE(1.223,100)", reasonPlaces},
 	{"Scripts", "select @@time_zone, NOW(6) = UTC_TIMESTAMP();", reasonFsp},
+	{"Scripts", "histogram bucket merging error for implementor buckets", reasonCTEDepth},
 	{"Queries", "SELECT '2018-05-02' + INTERVAL 1 DAY", reasonIntervalStr},
 	{"Queries", "SELECT '2018-05-02' - INTERVAL 1 DAY", reasonIntervalStr},
 	{"QueriesPrepared", "SELECT '2018-05-02' + INTERVAL 1 DAY", reasonIntervalStr},

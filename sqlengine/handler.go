@@ -110,6 +110,7 @@ type stmtInfo struct {
 	empty        bool // no SQL at all (1065)
 	ddl          bool // CREATE, DROP, ALTER, RENAME, TRUNCATE
 	begin        bool // BEGIN, START TRANSACTION
+	snapshot     bool // START TRANSACTION WITH CONSISTENT SNAPSHOT: the snapshot is taken at once
 	// flush: the options of a FLUSH the handler answers (flushOptions)
 	flush       []string
 	diagnostics bool // SHOW ERRORS / WARNINGS / COUNT(*) ...: read the session's conditions
@@ -198,7 +199,11 @@ func inspect(q string) stmtInfo {
 	case "EXECUTE":
 		return stmtInfo{execute: true}
 	case "START":
-		return stmtInfo{begin: lx.word() == "TRANSACTION"}
+		info := stmtInfo{begin: lx.word() == "TRANSACTION"}
+		for w := lx.word(); info.begin && w != ""; w = lx.word() {
+			info.snapshot = info.snapshot || w == "CONSISTENT"
+		}
+		return info
 	case "COMMIT":
 		return stmtInfo{commit: true}
 	case "DROP":
@@ -481,6 +486,9 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	for {
 		called := false
 		err = exec(ctx, info, &called)
+		if err == nil && info.snapshot {
+			err = takeSnapshot(ctx, s, &began)
+		}
 		if err == nil {
 			return nil
 		}
@@ -508,6 +516,30 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 		}
 		return se
 	}
+}
+
+// takeSnapshot takes the snapshot of the transaction START TRANSACTION
+// WITH CONSISTENT SNAPSHOT began, after its causal wait if it has one
+// (*began, which it uses up): go-mysql-server's parser drops the clause,
+// and without it a REPEATABLE READ transaction takes its snapshot at its
+// first read, so mysqldump --single-transaction could see rows committed
+// between its START TRANSACTION and its first SELECT.
+func takeSnapshot(ctx context.Context, s *Session, began *func(context.Context) error) error {
+	if s == nil {
+		return nil
+	}
+	t, ok := s.GetTransaction().(*Transaction)
+	if !ok || t == nil {
+		return nil
+	}
+	if wait := *began; wait != nil {
+		*began = nil
+		if err := wait(ctx); err != nil {
+			return ErrSyncWaitTimeout
+		}
+	}
+	t.TakeSnapshot()
+	return nil
 }
 
 // maxPacket is the session's max_allowed_packet.

@@ -119,7 +119,7 @@ func (l *lexer) skipQuoted(q byte) {
 	for l.i < len(l.s) {
 		c := l.s[l.i]
 		if c == '\\' && q != '`' {
-			l.i += 2
+			l.i = min(l.i+2, len(l.s)) // a backslash may end the text
 			continue
 		}
 		l.i++

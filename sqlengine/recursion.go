@@ -1,6 +1,7 @@
 package sqlengine
 
 import (
+	"reflect"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -139,18 +140,22 @@ func countCycles(ctx *sql.Context, n *plan.RecursiveCte) {
 	if !ok {
 		return
 	}
+	rec := n.Right()
+	if reflect.TypeOf(rec).Kind() != reflect.Pointer {
+		return // not a node that can be told apart (nor a map key)
+	}
 	r := &s.recursion
 	if r.cycles == nil {
 		r.cycles = map[sql.Node]*cteCycles{}
 	}
-	r.cycles[n.Right()] = &cteCycles{limit: sessionInt(s, "cte_max_recursion_depth")}
+	r.cycles[rec] = &cteCycles{limit: sessionInt(s, "cte_max_recursion_depth")}
 }
 
 // cycle counts one recursion if n is the recursive part of a running CTE
 // and returns MySQL's 3636 past its limit.
 func cycle(ctx *sql.Context, n sql.Node) error {
 	s, ok := ctx.Session.(*Session)
-	if !ok || len(s.recursion.cycles) == 0 {
+	if !ok || len(s.recursion.cycles) == 0 || reflect.TypeOf(n).Kind() != reflect.Pointer {
 		return nil
 	}
 	c := s.recursion.cycles[n]

@@ -220,6 +220,12 @@ func isKeyword(w string) bool {
 
 // rollupRewrite returns q with its WITH ROLLUP computed as described
 // above, or ok false when q is not such a SELECT.
+// maxRollupText bounds the rewritten statement: it repeats the FROM
+// clause and every column once per group column, so a statement of a few
+// kilobytes became megabytes, and one of max_allowed_packet gigabytes. Past
+// the bound the statement keeps go-mysql-server's syntax error.
+const maxRollupText = 4 << 20
+
 func rollupRewrite(q string) (string, bool) {
 	r, ok := parseRollup(q)
 	if !ok {
@@ -262,6 +268,9 @@ func rollupRewrite(q string) (string, bool) {
 		if level > 0 {
 			b.WriteString(" GROUP BY ")
 			b.WriteString(strings.Join(r.groups[:level], ", "))
+		}
+		if b.Len() > maxRollupText {
+			return "", false
 		}
 	}
 	b.WriteString(") AS `__rollup`")

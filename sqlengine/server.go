@@ -161,7 +161,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return m
 	})
 	db := e.Analyzer.Catalog.MySQLDb
-	cfg.Provider.guard = stmtGuard{users: db, files: cfg.Files}
+	cfg.Provider.guard.users = db
+	cfg.Provider.SetFiles(cfg.Files)
 	db.SetPersister(&privilegePersister{p: cfg.Provider})
 	if err := s.loadPrivileges(); err != nil {
 		return nil, err

@@ -234,10 +234,15 @@ func (a *applier) buildIndex(c *Catalog, tableID uint64, indexID uint32) error {
 		}
 		if ii.Def.Unique && !hasNull {
 			// rows are in primary key order, so duplicates are found by
-			// probing the entries written so far
-			if dup, err := a.hasEntry(ii, vals, pk); err != nil {
-				return err
-			} else if dup {
+			// probing the entries written so far; a keyless table keeps
+			// equal rows as one with a count, whose copies are duplicates
+			dup := ti.Def.Keyless() && keylessCount(it.Value()) > 1
+			if !dup {
+				if dup, err = a.hasEntry(ii, vals, pk); err != nil {
+					return err
+				}
+			}
+			if dup {
 				return fmt.Errorf("%w: %w", ErrApplyRejected, &DuplicateKeyError{Table: t.Name, Index: ii.Def.Name, Row: row})
 			}
 		}

@@ -205,6 +205,42 @@ func TestBuildUniqueIndexOverDuplicatesIsRejected(t *testing.T) {
 	h.checkDigest()
 }
 
+// A keyless table keeps equal rows as one row with a count: a unique index
+// over them is a unique index over duplicates, and is refused as one.
+func TestBuildUniqueIndexOverRepeatedKeylessRows(t *testing.T) {
+	e := openMem(t, vfs.NewMem())
+	defer e.Close()
+	h := &applyHarness{t: t, e: e}
+	def := testTable()
+	def.PK, def.Indexes = nil, nil
+	h.apply(schemaOp(&SchemaOp{Kind: OpPutDatabase, Database: &DatabaseDef{Name: "d"}}))
+	h.apply(schemaOp(&SchemaOp{Kind: OpPutTable, Table: def, TableID: 7}))
+	cur, _ := e.Catalog().Table(7)
+	ti, _ := cur.Info()
+	row := sql.Row{int64(1), "same", int32(1)}
+	pk, err := ti.EncodePK(context.Background(), row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := ti.EncodeRow(context.Background(), row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.apply(writeset.Op{Kind: writeset.OpDelta, TableID: 7, Key: pk, Value: v, Delta: 2})
+	for _, unique := range []bool{true, false} {
+		withIdx := cur.Clone()
+		withIdx.Indexes = []IndexDef{{ID: 1, Name: "u", Columns: []uint32{2}, Unique: unique}}
+		res := h.apply(
+			schemaOp(&SchemaOp{Kind: OpPutTable, Table: withIdx, TableID: 7}),
+			schemaOp(&SchemaOp{Kind: OpBuildIndex, TableID: 7, IndexID: 1}),
+		)
+		if (res.Rejected != nil) != unique {
+			t.Fatalf("unique %v: rejected %v", unique, res.Rejected)
+		}
+	}
+	h.checkDigest()
+}
+
 func TestRestartKeepsStateAndDigest(t *testing.T) {
 	fs := vfs.NewMem()
 	e := openMem(t, fs)

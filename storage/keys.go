@@ -157,6 +157,12 @@ func keylessValue(count uint64, row []byte) []byte {
 	return append(v, row...)
 }
 
+// keylessCount is the count of a stored keyless value (0 if malformed).
+func keylessCount(v []byte) uint64 {
+	c, _, _ := SplitKeylessValue(v)
+	return c
+}
+
 // SplitKeylessValue splits a stored keyless value into count and row bytes.
 func SplitKeylessValue(v []byte) (uint64, []byte, bool) {
 	n, l := binary.Uvarint(v)

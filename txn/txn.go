@@ -171,6 +171,16 @@ func (t *Txn) snapshot() *storage.ReadView {
 	return t.view
 }
 
+// TakeSnapshot takes the transaction's snapshot now, under REPEATABLE
+// READ, instead of at its first read (START TRANSACTION WITH CONSISTENT
+// SNAPSHOT); under READ COMMITTED each statement takes its own, as InnoDB
+// ignores the clause there.
+func (t *Txn) TakeSnapshot() {
+	if t.opts.Isolation != ReadCommitted {
+		t.snapshot()
+	}
+}
+
 // SnapshotFixed reports whether the transaction's plain reads can no
 // longer change: it runs under REPEATABLE READ and has taken its
 // snapshot. Waiting for the cluster (wsrep_sync_wait) before such a read
