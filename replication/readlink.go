@@ -133,18 +133,38 @@ func (t *TCPTransport) readAnswers(id uint64, l *readLink) {
 	defer l.c.Close()
 	r := bufio.NewReader(l.c)
 	for {
-		typ, payload, err := frame.Read(r)
+		typ, payload, err := frame.ReadMax(r, requestMax)
 		if err != nil {
 			return
 		}
-		if typ != frameReadIndexResp || len(payload) != 24 {
+		a, ok := decodeReadAnswer(typ, payload)
+		if !ok {
 			t.log.Warn("closing read link: unexpected frame", "peer", fmt.Sprintf("%016x", id), "type", typ, "len", len(payload))
 			return
 		}
 		if n := t.node.Load(); n != nil {
-			n.finishLinkRead(id, binary.BigEndian.Uint64(payload[:8]), binary.BigEndian.Uint64(payload[8:16]), binary.BigEndian.Uint64(payload[16:]))
+			n.finishLinkRead(id, a.ctx, a.index, a.term)
 		}
 	}
+}
+
+// readAnswer is a read link's answer: the round's context, the leader's
+// commit index and its term.
+type readAnswer struct{ ctx, index, term uint64 }
+
+func (a readAnswer) encode() []byte {
+	b := binary.BigEndian.AppendUint64(nil, a.ctx)
+	b = binary.BigEndian.AppendUint64(b, a.index)
+	return binary.BigEndian.AppendUint64(b, a.term)
+}
+
+// decodeReadAnswer reads a frame of a read link as an answer; ok is false
+// for any other frame.
+func decodeReadAnswer(typ byte, payload []byte) (a readAnswer, ok bool) {
+	if typ != frameReadIndexResp || len(payload) != 24 {
+		return readAnswer{}, false
+	}
+	return readAnswer{binary.BigEndian.Uint64(payload), binary.BigEndian.Uint64(payload[8:]), binary.BigEndian.Uint64(payload[16:])}, true
 }
 
 // closeLinkLocked closes the read link to member id, if any. t.mu is
@@ -196,14 +216,11 @@ func (t *TCPTransport) answerReadIndex(c net.Conn, from uint64, rctx []byte) boo
 		return true // not started: the round fails after a timeout
 	}
 	if idx, term, ok := n.core.LeaseRead(); ok {
-		var b [24]byte
-		copy(b[:8], rctx)
-		binary.BigEndian.PutUint64(b[8:16], idx)
-		binary.BigEndian.PutUint64(b[16:], term)
+		a := readAnswer{ctx: binary.BigEndian.Uint64(rctx), index: idx, term: term}
 		if _, direct := c.(*directio.Conn); !direct { // else bounded by its write timeout
 			_ = c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
 		}
-		return frame.Write(c, frameReadIndexResp, b[:]) == nil
+		return frame.Write(c, frameReadIndexResp, a.encode()) == nil
 	}
 	self := t.self
 	n.Step(&pb.Message{Type: pb.MsgReadIndex.Enum(), From: &from, To: &self, Entries: []*pb.Entry{{Data: rctx}}})

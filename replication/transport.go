@@ -40,6 +40,18 @@ const (
 	frameFlow          byte = 9 // flow control report (flowcontrol.Report)
 )
 
+// Frame limits. A frame is read into a buffer that grows as its bytes
+// arrive (package frame), so a limit bounds what a peer can make this
+// node hold, not what it announces. A listener reads the hello, the one
+// frame before the peer is authenticated, within helloTimeout and
+// helloMax; a raft message may take frame.MaxSize (it carries write-sets)
+// and every other frame, sent or answered, requestMax.
+const (
+	helloMax     = 64 << 10
+	helloTimeout = 10 * time.Second
+	requestMax   = 1 << 20
+)
+
 // leaveReply answers a leave request.
 type leaveReply struct {
 	OK    bool   `json:"ok"`
@@ -86,6 +98,29 @@ func authTag(secret, cluster string, from uint64, nonce string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// refusalLog rate-limits the warnings about refused peer connections, so
+// that a flood of them does not flood the log: at most one line a second,
+// which counts the refusals left out since the line before.
+type refusalLog struct {
+	mu       sync.Mutex
+	next     time.Time
+	unlogged int
+}
+
+func (l *refusalLog) warn(log *slog.Logger, c net.Conn, reason string) {
+	l.mu.Lock()
+	now := time.Now()
+	if now.Before(l.next) {
+		l.unlogged++
+		l.mu.Unlock()
+		return
+	}
+	unlogged := l.unlogged
+	l.next, l.unlogged = now.Add(time.Second), 0
+	l.mu.Unlock()
+	log.Warn("refused peer connection", "remote", c.RemoteAddr().String(), "reason", reason, "refused_unlogged", unlogged)
+}
+
 // TCPTransport carries raft messages between members over TCP.
 type TCPTransport struct {
 	self    uint64
@@ -93,6 +128,8 @@ type TCPTransport struct {
 	secret  string
 	log     *slog.Logger
 	ln      net.Listener
+	// refusals logs the inbound connections refused at the hello
+	refusals refusalLog
 
 	node atomic.Pointer[Node]
 
@@ -365,43 +402,39 @@ func (t *TCPTransport) serve(c net.Conn) {
 		delete(t.inbound, c)
 		t.mu.Unlock()
 	}()
-	r := bufio.NewReaderSize(c, 64<<10)
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	typ, payload, err := frame.Read(r)
-	if err != nil || typ != frameHello {
-		t.log.Warn("rejected peer connection: bad handshake", "remote", c.RemoteAddr().String(), "err", err)
+	// the hello is read from c itself, without read-ahead: no buffer is
+	// given to a peer before it is authenticated
+	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	typ, payload, err := frame.ReadMax(c, helloMax)
+	if err == nil && typ != frameHello {
+		err = fmt.Errorf("frame type %d instead of a hello", typ)
+	}
+	if err != nil {
+		t.refusals.warn(t.log, c, "bad handshake: "+err.Error())
 		return
 	}
-	var h hello
-	if err := json.Unmarshal(payload, &h); err != nil {
-		t.log.Warn("rejected peer connection: unreadable hello", "remote", c.RemoteAddr().String(), "err", err)
-		return
-	}
+	h, reply := t.checkHello(payload)
 	if t.isBlocked(h.From) {
 		return
-	}
-	reply := helloReply{OK: true, NodeID: t.self}
-	switch {
-	case h.Cluster != t.cluster:
-		reply = helloReply{Error: fmt.Sprintf("cluster name mismatch: this node is in cluster %q, peer claims %q", t.cluster, h.Cluster)}
-	case !hmac.Equal([]byte(h.Auth), []byte(authTag(t.secret, h.Cluster, h.From, h.Nonce))):
-		reply = helloReply{Error: "cluster secret mismatch"}
 	}
 	data, _ := json.Marshal(reply)
 	if err := frame.Write(c, frameHelloOK, data); err != nil || !reply.OK {
 		if !reply.OK {
-			t.log.Warn("rejected peer connection", "remote", c.RemoteAddr().String(), "reason", reply.Error)
+			t.refusals.warn(t.log, c, reply.Error)
 		}
 		return
 	}
+	r := bufio.NewReaderSize(c, 64<<10)
 	_ = c.SetReadDeadline(time.Time{})
 	for {
 		if t.isBlocked(h.From) {
 			return
 		}
-		typ, payload, err := frame.Read(r)
+		typ, payload, err := readPeerFrame(r)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, frame.ErrTooLarge) {
+				t.refusals.warn(t.log, c, err.Error())
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				t.log.Debug("peer connection closed", "remote", c.RemoteAddr().String(), "err", err)
 			}
 			return
@@ -461,6 +494,35 @@ func (t *TCPTransport) serve(c net.Conn) {
 	}
 }
 
+// checkHello reads a peer's hello and the reply it gets: OK when its
+// cluster name and secret match this node's.
+func (t *TCPTransport) checkHello(payload []byte) (hello, helloReply) {
+	var h hello
+	if err := json.Unmarshal(payload, &h); err != nil {
+		return hello{}, helloReply{Error: "unreadable hello: " + err.Error()}
+	}
+	switch {
+	case h.Cluster != t.cluster:
+		return h, helloReply{Error: fmt.Sprintf("cluster name mismatch: this node is in cluster %q, peer claims %q", t.cluster, h.Cluster)}
+	case !hmac.Equal([]byte(h.Auth), []byte(authTag(t.secret, h.Cluster, h.From, h.Nonce))):
+		return h, helloReply{Error: "cluster secret mismatch"}
+	}
+	return h, helloReply{OK: true, NodeID: t.self}
+}
+
+// readPeerFrame reads the next frame from an authenticated peer: a raft
+// message may take frame.MaxSize, any other frame requestMax.
+func readPeerFrame(r *bufio.Reader) (byte, []byte, error) {
+	hdr, err := r.Peek(5) // length and type
+	if err != nil {
+		return 0, nil, err
+	}
+	if hdr[4] == frameRaft {
+		return frame.Read(r)
+	}
+	return frame.ReadMax(r, requestMax)
+}
+
 func (t *TCPTransport) handleJoin(c net.Conn, payload []byte) {
 	var req JoinRequest
 	reply := JoinReply{}
@@ -518,7 +580,7 @@ func (t *TCPTransport) requestRemoval(ctx context.Context, addr string) error {
 		return err
 	}
 	_ = c.SetReadDeadline(time.Now().Add(40 * time.Second))
-	typ, payload, err := frame.Read(c)
+	typ, payload, err := frame.ReadMax(c, requestMax)
 	if err != nil {
 		return err
 	}
@@ -559,7 +621,7 @@ func dial(ctx context.Context, addr, cluster, secret string, self uint64) (net.C
 		c.Close()
 		return nil, err
 	}
-	typ, payload, err := frame.Read(c)
+	typ, payload, err := frame.ReadMax(c, helloMax)
 	if err != nil || typ != frameHelloOK {
 		c.Close()
 		if err == nil {
@@ -620,7 +682,7 @@ func joinOnce(ctx context.Context, addrs []string, cluster, secret string, m Mem
 			continue
 		}
 		_ = c.SetReadDeadline(time.Now().Add(40 * time.Second))
-		typ, payload, err := frame.Read(c)
+		typ, payload, err := frame.ReadMax(c, requestMax)
 		c.Close()
 		if err != nil || typ != frameJoinReply {
 			lastErr = fmt.Errorf("join via %s: %v", addr, err)

@@ -2,10 +2,17 @@ package replication
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,4 +142,97 @@ func TestCloseDuringHandshake(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Close took %v while a handshake hung", d)
 	}
+}
+
+// TestPeerPortBounded connects to a transport's peer port as a stranger
+// and as a peer that knows the cluster: a hello past helloMax, or a
+// request past requestMax after the hello, closes the connection at once
+// (nothing of it is read), and the refusals are logged, but not one line
+// each.
+func TestPeerPortBounded(t *testing.T) {
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	tr, err := NewTCPTransport(TransportConfig{Self: 1, Listen: "127.0.0.1:0", ClusterName: "c",
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	closedAtOnce := func(what string, c net.Conn) {
+		t.Helper()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for {
+			if _, err := c.Read(make([]byte, 512)); err != nil {
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					t.Fatalf("%s: the connection was not closed", what)
+				}
+				return
+			}
+		}
+	}
+	announce := func(c net.Conn, typ byte, n uint32) {
+		t.Helper()
+		hdr := binary.BigEndian.AppendUint32(nil, n)
+		if _, err := c.Write(append(append(hdr, typ), "0123456789"...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const strangers = 20
+	for range strangers {
+		c, err := net.Dial("tcp", tr.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		announce(c, frameHello, frame.MaxSize)
+		closedAtOnce("a hello announcing 1 GiB", c)
+		c.Close()
+	}
+	c, err := dial(t.Context(), tr.Addr(), "c", "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	announce(c, frameJoin, requestMax+1)
+	closedAtOnce("a join request past requestMax", c)
+	c.Close()
+
+	mu.Lock()
+	lines := strings.Count(logged.String(), "refused peer connection")
+	mu.Unlock()
+	if lines == 0 || lines > 2 {
+		t.Fatalf("%d refused connections logged %d lines, want 1 or 2 (one a second):\n%s", strangers, lines, logged.String())
+	}
+}
+
+func TestReadPeerFrameLimits(t *testing.T) {
+	for _, tc := range []struct {
+		typ  byte
+		size int
+		ok   bool
+	}{
+		{frameRaft, requestMax + 100, true},
+		{frameJoin, requestMax, true},
+		{frameJoin, requestMax + 1, false},
+		{frameStateTransfer, requestMax + 1, false},
+		{frameReadIndex, requestMax + 1, false},
+	} {
+		data := frame.Append(nil, tc.typ, make([]byte, tc.size-1))
+		typ, payload, err := readPeerFrame(bufio.NewReader(bytes.NewReader(data)))
+		if tc.ok != (err == nil) || tc.ok && (typ != tc.typ || len(payload) != tc.size-1) {
+			t.Errorf("type %d, %d bytes: read type %d, %d bytes, err %v", tc.typ, tc.size, typ, len(payload), err)
+		}
+		if !tc.ok && !errors.Is(err, frame.ErrTooLarge) {
+			t.Errorf("type %d, %d bytes: err %v, want frame.ErrTooLarge", tc.typ, tc.size, err)
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -60,7 +60,7 @@ func decodeView(data []byte) (ids []uint64, isView, ok bool) {
 	}
 	body := data[4 : len(data)-4]
 	n, k := binary.Uvarint(body)
-	if k <= 0 || uint64(len(body)-k) != 8*n {
+	if k <= 0 || (len(body)-k)%8 != 0 || n != uint64(len(body)-k)/8 { // not 8*n, which wraps
 		return nil, true, false
 	}
 	body = body[k:]

@@ -278,7 +278,7 @@ func (j *Joiner) fetch(ctx context.Context, rec *record) error {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	typ, payload, err := frame.Read(conn)
+	typ, payload, err := frame.ReadMax(conn, headerMax)
 	if err != nil {
 		return err
 	}

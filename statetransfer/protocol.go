@@ -28,6 +28,12 @@ const (
 	frameError  byte = 4 // JSON error
 )
 
+// headerMax bounds the first frame of a stream (a header or an error),
+// read before the joiner knows what it talks to; chunks are read as they
+// arrive, up to frame.MaxSize (a chunk holds at least one pair, which may
+// be a large row).
+const headerMax = 1 << 20
+
 // Request asks a donor for its state.
 type Request struct {
 	// Joiner names the asking node, for the donor's log.

@@ -26,7 +26,7 @@ var ranges = []storage.KeyRange{{Lo: []byte("t"), Hi: []byte("u")}}
 
 var recordKey = []byte("record")
 
-func openDB(t *testing.T, fs vfs.FS, dir string) *pebble.DB {
+func openDB(t testing.TB, fs vfs.FS, dir string) *pebble.DB {
 	t.Helper()
 	db, err := pebble.Open(dir, &pebble.Options{FS: fs, Logger: quietLogger{}})
 	if err != nil {
@@ -38,7 +38,7 @@ func openDB(t *testing.T, fs vfs.FS, dir string) *pebble.DB {
 
 // fill writes n pairs of the state (and one outside it) and returns the
 // state's digest.
-func fill(t *testing.T, db *pebble.DB, n int) storage.Digest {
+func fill(t testing.TB, db *pebble.DB, n int) storage.Digest {
 	t.Helper()
 	var d storage.Digest
 	b := db.NewBatch()
@@ -68,7 +68,7 @@ type rig struct {
 	cutAfter []int64 // per dial: cut the stream after that many bytes (-1: never)
 }
 
-func newRig(t *testing.T, pairs int) *rig {
+func newRig(t testing.TB, pairs int) *rig {
 	fs := vfs.NewMem()
 	src := openDB(t, fs, "donor")
 	r := &rig{want: fill(t, src, pairs)}

@@ -124,14 +124,43 @@ func TestShapeKeepsCase(t *testing.T) {
 	}
 }
 
+// FuzzParse checks what the fast path relies on for any text: every
+// argument index of a recognised statement refers to a lifted value, and
+// the statement cached under its shape turns the literals Shape lifts
+// from the text into the arguments Parse gave (so a cache hit runs the
+// statement Parse would have built).
 func FuzzParse(f *testing.F) {
-	f.Add("SELECT c FROM sbtest1 WHERE id=?")
-	f.Add("UPDATE t SET k=k-1 WHERE id=-5")
-	f.Add("INSERT INTO t (a,b) VALUES ('x\\'y', NULL)")
+	for _, q := range []string{
+		"SELECT c FROM sbtest1 WHERE id=?",
+		"UPDATE t SET k=k-1 WHERE id=-5",
+		"INSERT INTO t (a,b) VALUES ('x\\'y', NULL)",
+		// sysbench's oltp_read_write statements
+		"SELECT c FROM sbtest1 WHERE id=5012",
+		"SELECT c FROM sbtest1 WHERE id BETWEEN 4985 AND 5084",
+		"SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN 4985 AND 5084",
+		"SELECT c FROM sbtest1 WHERE id BETWEEN 4985 AND 5084 ORDER BY c",
+		"SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN 4985 AND 5084 ORDER BY c",
+		"UPDATE sbtest1 SET k=k+1 WHERE id=5012",
+		"UPDATE sbtest1 SET c='83868641912-28773972837-60736120486' WHERE id=5012",
+		"DELETE FROM sbtest1 WHERE id=5012",
+		"INSERT INTO sbtest1 (id, k, c, pad) VALUES (5012, 4993, '83868641912-28773972837', '67847967377-48000963322')",
+		"BEGIN", "COMMIT", "ROLLBACK",
+		"SELECT id, k FROM `db`.`t` WHERE k IN (-9223372036854775808, 18446744073709551615, 1.5e3, 0x1f) LIMIT 10",
+	} {
+		f.Add(q)
+	}
 	f.Fuzz(func(t *testing.T, q string) {
-		st, lits, _, ok := Parse(q)
+		st, lits, shape, ok := Parse(q)
 		if !ok {
 			return
+		}
+		if shape2, shapeLits, ok := Shape(q); !ok || shape2 != shape {
+			t.Fatalf("%q: Parse's shape %q, Shape's %q (%v)", q, shape, shape2, ok)
+		} else if got, ok := st.Literals(shapeLits); !ok || !reflect.DeepEqual(got, lits) {
+			t.Fatalf("%q: cached statement's literals %v (%v), Parse's %v", q, got, ok, lits)
+		}
+		if st.NumArgs != len(lits) {
+			t.Fatalf("%q: %d arguments, %d values", q, st.NumArgs, len(lits))
 		}
 		// every argument index refers to a lifted value
 		check := func(a Arg) {

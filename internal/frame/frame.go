@@ -17,9 +17,13 @@ import (
 // MaxSize bounds the type+payload length of a frame.
 const MaxSize = 1 << 30
 
-// ErrChecksum is returned by Read for a frame whose checksum does not match
+// ErrChecksum is returned by Read and ReadMax for a frame whose checksum does not match
 // its contents.
 var ErrChecksum = errors.New("frame: checksum mismatch")
+
+// ErrTooLarge is returned by ReadMax for a frame that announces more than
+// its limit.
+var ErrTooLarge = errors.New("frame: too large")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -54,22 +58,55 @@ func Write(w io.Writer, typ byte, payload []byte) error {
 	return nil
 }
 
-// Read reads one frame from r and returns its type and payload.
-func Read(r io.Reader) (byte, []byte, error) {
+// Read reads one frame of up to MaxSize from r: for the streams of an
+// authenticated peer, which may carry a write-set of a hundred megabytes.
+func Read(r io.Reader) (byte, []byte, error) { return ReadMax(r, MaxSize) }
+
+// readStep is the buffer a frame's body is first read into; it doubles as
+// the data arrives.
+const readStep = 64 << 10
+
+// ReadMax reads one frame from r whose type and payload take at most max
+// bytes (ErrTooLarge otherwise), and returns its type and payload. The
+// limit is a plain argument, not a per-type table: the reader knows what
+// it expects at each point of its protocol (a hello before a peer is
+// authenticated, answers to its own requests), and a frame's length comes
+// before its type. Its buffer grows in steps as the data arrives, never
+// ahead of it by more than what arrived, so a peer that announces a
+// gigabyte and sends ten bytes costs readStep, not the gigabyte.
+func ReadMax(r io.Reader, max int) (byte, []byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, nil, err
 	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n == 0 || n > MaxSize {
-		return 0, nil, fmt.Errorf("frame: length %d out of range", n)
+	n, limit := binary.BigEndian.Uint32(hdr[:]), min(max, MaxSize)
+	switch {
+	case n == 0:
+		return 0, nil, errors.New("frame: empty frame")
+	case int64(n) > int64(limit):
+		return 0, nil, fmt.Errorf("%w: %d bytes announced, at most %d taken", ErrTooLarge, n, limit)
 	}
-	body := make([]byte, n+4)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return 0, nil, err
+	size := int(n) + 4 // with the checksum
+	body := make([]byte, min(size, readStep))
+	for have := 0; ; {
+		k, err := io.ReadFull(r, body[have:])
+		have += k
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		if have == size {
+			break
+		}
+		grown := make([]byte, min(size, 2*have))
+		copy(grown, body)
+		body = grown
 	}
-	if crc32.Checksum(body[:n], castagnoli) != binary.BigEndian.Uint32(body[n:]) {
+	data, sum := body[:n], body[n:]
+	if crc32.Checksum(data, castagnoli) != binary.BigEndian.Uint32(sum) {
 		return 0, nil, ErrChecksum
 	}
-	return body[0], body[1:n], nil
+	return data[0], data[1:], nil
 }
