@@ -80,7 +80,10 @@ func FuzzRewriteText(f *testing.F) {
 		}
 		for _, r := range rewrites {
 			once := r.fn(q)
-			if len(once) > 16*len(q)+256 {
+			// a ROLLUP repeats the statement once per group column, up to
+			// maxRollupText; the other rewrites add a few bytes at most
+			rollup := r.name == "rollup" || r.name == "rewriteText"
+			if len(once) > 16*len(q)+256 && (!rollup || len(once) > maxRollupText+len(q)) {
 				t.Fatalf("%s made %d bytes of %d: %q", r.name, len(once), len(q), q)
 			}
 			if twice := r.fn(once); r.idempotent && twice != once {
