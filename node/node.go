@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/certusdb/certus/flowcontrol"
+	"github.com/certusdb/certus/internal/pki"
 	"github.com/certusdb/certus/replication"
 	"github.com/certusdb/certus/sqlengine"
 	"github.com/certusdb/certus/statetransfer"
@@ -50,6 +51,13 @@ type Config struct {
 	// (the default when empty) admits only loopback clients, "%" any
 	// client, as MariaDB's image does with MARIADB_ROOT_HOST.
 	RootHost string
+	// SSL offers TLS on the SQL port (have_ssl); SSLCert, SSLKey and SSLCA
+	// are its certificate, key and the CA that verifies client
+	// certificates, made in DataDir/tls (a self-signed CA and a
+	// certificate it signed, as MySQL's auto_generate_certs) when SSLCert is
+	// empty.
+	SSL                     bool
+	SSLCert, SSLKey, SSLCA string
 	// SecureFilePriv is secure_file_priv: the directory whose files
 	// LOAD_FILE, SELECT ... INTO OUTFILE and LOAD DATA INFILE of users with
 	// the FILE privilege may read and write; "" is DataDir/files, created
@@ -116,6 +124,8 @@ type Node struct {
 	SQL  *sqlengine.Server
 	http *httpServer
 	tr   *replication.TCPTransport
+	// clientTLS is the SQL port's TLS material (nil: none)
+	clientTLS *pki.Server
 
 	donor  *statetransfer.Donor
 	joiner *statetransfer.Joiner
@@ -160,6 +170,31 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// clientTLS is the SQL port's TLS material (see Config.SSL), or nil.
+func clientTLS(cfg Config) (*pki.Server, error) {
+	if !cfg.SSL {
+		return nil, nil
+	}
+	files := pki.Files{Cert: cfg.SSLCert, Key: cfg.SSLKey, CA: cfg.SSLCA}
+	if files.Cert == "" {
+		auto, err := pki.AutoServer(filepath.Join(cfg.DataDir, "tls"), cfg.Name)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		files = auto
+	}
+	return pki.NewServer(files)
+}
+
+// ReloadTLS reads the SQL port's certificate, key and CA again (SIGHUP, as
+// ALTER INSTANCE RELOAD TLS does).
+func (n *Node) ReloadTLS() error {
+	if n.clientTLS == nil {
+		return nil
+	}
+	return n.clientTLS.Reload()
 }
 
 // secureFiles is the file access of secure_file_priv dir (see
@@ -281,6 +316,13 @@ func (n *Node) start() error {
 	if err != nil {
 		return err
 	}
+	if n.clientTLS, err = clientTLS(cfg); err != nil {
+		return err
+	}
+	rsaKey, err := pki.RSAKey(filepath.Join(cfg.DataDir, "private_key.pem"))
+	if err != nil {
+		return err
+	}
 	n.SQL, err = sqlengine.NewServer(sqlengine.ServerConfig{
 		Addr:         cfg.SQLAddr,
 		Provider:     p,
@@ -288,6 +330,8 @@ func (n *Node) start() error {
 		RootPassword: cfg.RootPassword,
 		RootHost:     cfg.RootHost,
 		Files:        files,
+		TLS:          n.clientTLS,
+		RSAKey:       rsaKey,
 		Info: sqlengine.NodeInfo{
 			NodeName: cfg.Name, NodeAddress: cfg.PeerAddr, ClusterName: cfg.ClusterName,
 			ClusterAddress:  "certus://" + strings.Join(cfg.Join, ","),

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/certusdb/certus/internal/clientconn"
+	"github.com/certusdb/certus/internal/pki"
 	"github.com/certusdb/certus/storage"
 )
 
@@ -81,6 +82,8 @@ type Handler struct {
 
 	// listener guards the client connections (nil in tests without one)
 	listener *clientconn.Listener
+	// tls is the client port's TLS material (nil: no TLS)
+	tls *pki.Server
 
 	mu       sync.Mutex
 	sessions map[uint32]*Session
@@ -133,6 +136,8 @@ type stmtInfo struct {
 	// table (logTables)
 	logTable bool
 	execute  bool // EXECUTE name: a prepared statement that may not run itself again (recursion.go)
+	// reloadTLS: ALTER INSTANCE ..., which may be ALTER INSTANCE RELOAD TLS
+	reloadTLS bool
 }
 
 func inspect(q string) stmtInfo {
@@ -209,7 +214,13 @@ func inspect(q string) stmtInfo {
 	case "DROP":
 		return stmtInfo{drop: true, ddl: true}
 	case "ALTER":
-		return stmtInfo{ddl: true, password: lx.word() == "USER"}
+		switch lx.word() {
+		case "USER":
+			return stmtInfo{ddl: true, password: true}
+		case "INSTANCE":
+			return stmtInfo{nonPrimaryOK: true, reloadTLS: true}
+		}
+		return stmtInfo{ddl: true}
 	case "CREATE":
 		return stmtInfo{ddl: true, logTable: lx.word() == "TABLE"}
 	case "RENAME", "TRUNCATE":
@@ -605,6 +616,9 @@ func (h *Handler) NewConnection(c *mysql.Conn) {
 	if _, v, ok := sql.SystemVariables.GetGlobal("autocommit"); !ok || truthy(v) {
 		c.StatusFlags |= uint16(mysql.ServerStatusAutocommit)
 	}
+	if tc := trackConnOf(c); tc != nil {
+		tc.vconn = c
+	}
 	h.mu.Lock()
 	h.conns[c.ConnectionID] = c
 	h.mu.Unlock()
@@ -800,6 +814,11 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 	}
 	if info.password {
 		if handled, err := h.changePassword(ctx, c, query, out); handled {
+			return nil, true, err
+		}
+	}
+	if info.reloadTLS {
+		if handled, err := h.reloadTLS(ctx, h.session(c), query, out); handled {
 			return nil, true, err
 		}
 	}

@@ -2,7 +2,6 @@ package sqlengine
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -57,17 +56,24 @@ func globalSeconds(name string) func() time.Duration {
 	return func() time.Duration { return time.Duration(globalInt(name)) * time.Second }
 }
 
-// clientLimits are the limits of the server's client connections.
-func clientLimits(log *slog.Logger) clientconn.Limits {
-	return clientconn.Limits{
+// clientLimits are the limits of the server's client connections, and
+// their TLS.
+func clientLimits(cfg ServerConfig) clientconn.Limits {
+	lim := clientconn.Limits{
 		MaxConnections: func() int { return int(globalInt("max_connections")) },
 		ConnectTimeout: globalSeconds("connect_timeout"),
 		MaxPacket:      func() int { return int(maxAllowedPacket.Load()) },
 		IdleTimeout:    globalSeconds("wait_timeout"),
 		ReadTimeout:    globalSeconds("net_read_timeout"),
 		WriteTimeout:   globalSeconds("net_write_timeout"),
-		Logger:         log,
+		RequireSecure:  func() bool { return globalInt("require_secure_transport") != 0 },
+		RSAKey:         cfg.RSAKey,
+		Logger:         cfg.Logger,
 	}
+	if cfg.TLS != nil {
+		lim.TLS = cfg.TLS.Config
+	}
+	return lim
 }
 
 // guardOf returns the connection guard under a protocol connection, if
@@ -105,7 +111,11 @@ func (h *Handler) admitted(c *mysql.Conn) error {
 	h.mu.Lock()
 	h.loginUsers[c.ConnectionID] = c.User
 	h.mu.Unlock()
-	if g := guardOf(c); g != nil {
+	g := guardOf(c)
+	if err := h.secureEnough(ctx, s, g); err != nil {
+		return err
+	}
+	if g != nil {
 		name := "wait_timeout"
 		if g.Interactive() {
 			name = "interactive_timeout"

@@ -3,6 +3,7 @@ package sqlengine
 import (
 	"bytes"
 	"context"
+	"crypto/rsa"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/execcomment"
+	"github.com/certusdb/certus/internal/pki"
 	"github.com/certusdb/certus/storage"
 )
 
@@ -40,6 +42,11 @@ type ServerConfig struct {
 	Info NodeInfo
 	// Status returns the wsrep status variables.
 	Status func() map[string]interface{}
+	// TLS is the client port's certificate, key and CA (nil: no TLS), and
+	// RSAKey caching_sha2_password's key for a password without TLS (nil:
+	// a password only over TLS).
+	TLS    *pki.Server
+	RSAKey *rsa.PrivateKey
 	// Files is where statements may read and write the host's files
 	// (secure_file_priv; nil: nowhere).
 	Files *FileAccess
@@ -144,7 +151,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		variables.InitSystemVariables()
 	}
 	RegisterSystemVariables(cfg.Info)
-	sql.SystemVariables.AddSystemVariables([]sql.SystemVariable{secureFilePrivVar(cfg.Files)})
+	sql.SystemVariables.AddSystemVariables(append(tlsVars(cfg.TLS), secureFilePrivVar(cfg.Files)))
 	e := NewEngine(cfg.Provider, cfg.Cluster)
 	s := &Server{Engine: e, p: cfg.Provider, root: cfg.RootPassword, rootAt: cfg.RootHost}
 	if s.rootAt == "" {
@@ -185,7 +192,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sql server: %w", err)
 	}
-	guarded := clientconn.Listen(ln, clientLimits(cfg.Logger), &clientConns)
+	guarded := clientconn.Listen(ln, clientLimits(cfg), &clientConns)
 	// users and grants replicated from another node must be loaded before
 	// a client logs in, not only before its first statement
 	scfg := server.Config{
@@ -202,6 +209,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		h.users = db
 		h.processes = e.ProcessList
 		h.listener = guarded
+		h.tls = cfg.TLS
 		return h, nil
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/comrefresh"
 	"github.com/certusdb/certus/internal/comstatistics"
 	"github.com/certusdb/certus/internal/directio"
@@ -61,6 +62,10 @@ var clientConns = directio.Group{PerProc: 1}
 // trackConn is the packet filter of one client connection.
 type trackConn struct {
 	net.Conn // the accepted connection
+	// vconn is the protocol library's connection over this one (see
+	// RemoteAddr); protected marks it told the password channel is safe
+	vconn     *mysql.Conn
+	protected bool
 
 	mu       sync.Mutex
 	greeted  bool   // the server greeting went out (with the capability added)
@@ -384,6 +389,25 @@ func appendLenEnc(dst, s []byte) []byte {
 		dst = append(dst, 0xfd, byte(n), byte(n>>8), byte(n>>16))
 	}
 	return append(dst, s...)
+}
+
+// RemoteAddr implements net.Conn. The protocol library asks it once in a
+// login, right before it authenticates the user, which is where it is
+// told that the client's password may come in the clear:
+// caching_sha2_password's full authentication is allowed only over TLS,
+// and the library cannot see the TLS internal/clientconn does below it
+// (nor the RSA exchange clientconn does without TLS). clientconn reports
+// when the password channel is protected; the library's connection is
+// then marked TLS, which it reads only to decide that (a user's REQUIRE
+// SSL is checked against clientconn's own state: Handler.admitted).
+func (c *trackConn) RemoteAddr() net.Addr {
+	if c.vconn != nil && !c.protected {
+		if g, ok := c.Conn.(*clientconn.Conn); ok && g.PasswordChannel() {
+			c.vconn.Capabilities |= mysql.CapabilityClientSSL
+			c.protected = true
+		}
+	}
+	return c.Conn.RemoteAddr()
 }
 
 // trackConnOf returns the filter of a protocol connection, if any.

@@ -76,6 +76,8 @@ func (g *stmtGuard) check(ctx *sql.Context, text string, st ast.Statement) error
 	switch st := st.(type) {
 	case *ast.Set:
 		return g.setVariables(ctx, st)
+	case *ast.CreateUser:
+		return clientCertificates(st)
 	case *ast.Load:
 		return g.files.loadData(ctx, g.users, st)
 	case *ast.Select:
@@ -93,6 +95,19 @@ func (g *stmtGuard) check(ctx *sql.Context, text string, st ast.Statement) error
 		}
 	}
 	return nil
+}
+
+// clientCertificates refuses CREATE USER ... REQUIRE X509, ISSUER,
+// SUBJECT or CIPHER (1235): the client port's TLS is internal/clientconn's,
+// which go-mysql-server's check of a client certificate cannot see, so
+// such an account could never log in. REQUIRE SSL is kept (tls.go).
+func clientCertificates(st *ast.CreateUser) error {
+	o := st.TLSOptions
+	if o == nil || !o.X509 && o.Issuer == "" && o.Subject == "" && o.Cipher == "" {
+		return nil
+	}
+	return mysql.NewSQLError(mysql.ERNotSupportedYet, "42000",
+		"This version of MySQL doesn't yet support 'REQUIRE X509, ISSUER, SUBJECT or CIPHER; use REQUIRE SSL'")
 }
 
 // stackTooDeep reports whether the calling goroutine's stack holds more

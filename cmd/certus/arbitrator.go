@@ -26,7 +26,7 @@ when either data node is lost.
 			if err != nil {
 				return err
 			}
-			waitForShutdown(cfg.Logger, nil)
+			waitForShutdown(cfg.Logger, nil, nil)
 			a.Stop()
 			return nil
 		},

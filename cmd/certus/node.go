@@ -56,7 +56,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 			if err != nil {
 				return err
 			}
-			waitForShutdown(cfg.Logger, n.Left())
+			waitForShutdown(cfg.Logger, n.Left(), n.ReloadTLS)
 			n.Stop()
 			return nil
 		},
@@ -72,6 +72,10 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared secret peers must present")
 	f.StringVar(&cfg.RootPassword, "root-password", "", "password of the built-in root account (default: none)")
 	f.StringVar(&cfg.RootHost, "root-host", "localhost", `host part of the built-in root account: "localhost" admits loopback clients only, "%" any host (needs --root-password; e.g. in a container, whose clients come from outside)`)
+	f.BoolVar(&cfg.SSL, "ssl", true, "offer TLS on the SQL port (have_ssl); without --ssl-cert a self-signed CA and certificate are made in <data-dir>/tls, as MySQL's auto_generate_certs does")
+	f.StringVar(&cfg.SSLCert, "ssl-cert", "", "SQL port's certificate (PEM); SIGHUP or ALTER INSTANCE RELOAD TLS reads it again")
+	f.StringVar(&cfg.SSLKey, "ssl-key", "", "key of --ssl-cert (PEM)")
+	f.StringVar(&cfg.SSLCA, "ssl-ca", "", "CA whose client certificates the SQL port verifies (REQUIRE X509)")
 	f.StringVar(&cfg.SecureFilePriv, "secure-file-priv", "", `secure_file_priv: the only directory whose files LOAD_FILE(), SELECT ... INTO OUTFILE/DUMPFILE and LOAD DATA INFILE may read or write, for users with the FILE privilege ("NULL": none; default: <data-dir>/files); it may not hold the data directory`)
 	f.BoolVar(&cfg.SyncCommit, "sync-commit", true, "fsync the log before acknowledging a commit; false syncs once a second (like innodb_flush_log_at_trx_commit=2)")
 	f.Var(byteSize[uint64]{&cfg.GCacheSize}, "gcache-size", "raft log kept for members that fall behind, like Galera's gcache.size (e.g. 128MB; default 128MiB); a member that needs older entries gets a full state transfer")
@@ -119,14 +123,30 @@ func splitList(s string) []string {
 }
 
 // waitForShutdown waits for Ctrl-C, SIGTERM or (when not nil) left, the
-// node's removal from its cluster.
-func waitForShutdown(log *slog.Logger, left <-chan struct{}) {
+// node's removal from its cluster; SIGHUP runs reload (when not nil:
+// reading the TLS files again).
+func waitForShutdown(log *slog.Logger, left <-chan struct{}, reload func() error) {
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	select {
-	case s := <-sig:
-		log.Info("shutting down", "signal", s.String())
-	case <-left:
-		log.Info("removed from the cluster: shutting down")
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	for {
+		select {
+		case s := <-sig:
+			if s == syscall.SIGHUP {
+				if reload == nil {
+					continue
+				}
+				if err := reload(); err != nil {
+					log.Error("SIGHUP: reloading TLS failed; the old certificate stays", "err", err)
+				} else {
+					log.Info("SIGHUP: TLS reloaded")
+				}
+				continue
+			}
+			log.Info("shutting down", "signal", s.String())
+			return
+		case <-left:
+			log.Info("removed from the cluster: shutting down")
+			return
+		}
 	}
 }

@@ -19,12 +19,19 @@
 //     or stuck within a packet (net_read_timeout) or a write
 //     (net_write_timeout), is closed.
 //
+// It also takes part in the login: TLS is done here (so that the packets
+// stay visible to this layer and to the session-tracking filter above it),
+// require_secure_transport is kept here, and so is caching_sha2_password's
+// RSA key exchange (login.go).
+//
 // The timeouts are kept by one reaper goroutine per listener rather than by
 // socket deadlines, which would take connections out of directio's direct
 // reads.
 package clientconn
 
 import (
+	"crypto/rsa"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -54,6 +61,16 @@ type Limits struct {
 	// WriteTimeout is net_write_timeout: how long a write may block on a
 	// client that does not read.
 	WriteTimeout func() time.Duration
+	// TLS is the configuration of the TLS clients may ask for (nil, or
+	// returning nil: none offered). It is asked at each login, so a reload
+	// applies to the logins that follow.
+	TLS func() *tls.Config
+	// RequireSecure is require_secure_transport: a login without TLS is
+	// refused (nil: false).
+	RequireSecure func() bool
+	// RSAKey is the key of caching_sha2_password's password exchange
+	// without TLS (nil: a password is only taken over TLS).
+	RSAKey *rsa.PrivateKey
 	// Logger gets a line for connections closed or refused (at most one
 	// per reason every logEvery).
 	Logger *slog.Logger
@@ -161,7 +178,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 				io = d
 			}
 		}
-		c := &Conn{io: io, l: l, accepted: time.Now()}
+		c := &Conn{raw: io, io: io, l: l, accepted: time.Now(), login: &login{}}
 		c.idle.Store(int64(l.lim.IdleTimeout()))
 		l.mu.Lock()
 		l.conns[c] = struct{}{}
@@ -267,7 +284,8 @@ const (
 // protocol library's (one goroutine); Close and the reaper's look may come
 // from any.
 type Conn struct {
-	io       net.Conn // the socket, or its directio.Conn
+	raw      net.Conn // the socket, or its directio.Conn
+	io       net.Conn // raw, or the TLS connection over it
 	l        *Listener
 	accepted time.Time
 
@@ -275,25 +293,18 @@ type Conn struct {
 	idle  atomic.Int64 // this connection's wait_timeout, in ns
 	// op is the current read or write: its start in Unix nanoseconds
 	// with the op kind in the low two bits, or 0
-	op atomic.Int64
+	op       atomic.Int64
+	tlsState atomic.Pointer[tls.ConnectionState]
 
-	// the client's packets, followed to check their lengths
+	login *login // until the login ends (login.go)
+	carry []byte // client bytes read while logging in, for after it
+	flags uint32 // the capability flags of the client's handshake response
+
+	// the client's packets after login, followed to check their lengths
 	rhdr    [4]byte
 	rhdrN   int
 	rleft   int // bytes of the current packet still to come
 	logical int // bytes of the current logical packet before this part
-	rpkts   int // packets begun
-	// flags are the capability flags of the client's handshake response
-	flags  [4]byte
-	flagsN int
-
-	// the server's packets while logging in, followed to see the OK that
-	// ends the login
-	whdr     int // the header's length bytes so far
-	whdrN    int
-	wleft    int
-	wpkts    int  // packets begun
-	wnext1st bool // the next payload byte is a packet's first
 }
 
 var _ net.Conn = (*Conn)(nil)
@@ -307,9 +318,7 @@ func (c *Conn) SetIdleTimeout(d time.Duration) { c.idle.Store(int64(d)) }
 const clientInteractive = 1 << 10
 
 // Interactive reports whether the client's login said it is interactive.
-func (c *Conn) Interactive() bool {
-	return c.flagsN == 4 && binary.LittleEndian.Uint32(c.flags[:])&clientInteractive != 0
-}
+func (c *Conn) Interactive() bool { return c.flags&clientInteractive != 0 }
 
 // LoggedIn reports whether the server accepted the client's login.
 func (c *Conn) LoggedIn() bool { return c.state.Load() == stateLoggedIn }
@@ -351,9 +360,17 @@ func (c *Conn) end()             { c.op.Store(0) }
 // has been sent MySQL's error for it.
 var ErrRefused = errors.New("clientconn: packet over the limit refused")
 
-// Read reads from the client, refusing a packet over its limit as soon
-// as its header arrives.
+// Read reads from the client, refusing a packet over max_allowed_packet
+// as soon as its header arrives.
 func (c *Conn) Read(p []byte) (int, error) {
+	if c.login != nil {
+		return c.readLogin(p)
+	}
+	if len(c.carry) > 0 {
+		n := copy(p, c.carry)
+		c.carry = c.carry[n:]
+		return n, c.follow(p[:n])
+	}
 	kind := int64(opPacket)
 	if c.rleft == 0 && c.rhdrN == 0 {
 		kind = opCommand
@@ -374,9 +391,6 @@ func (c *Conn) follow(p []byte) error {
 	for i := 0; i < len(p); {
 		if c.rleft > 0 {
 			k := min(c.rleft, len(p)-i)
-			if c.rpkts == 1 && c.flagsN < 4 {
-				c.flagsN += copy(c.flags[c.flagsN:], p[i:i+k])
-			}
 			c.rleft -= k
 			i += k
 			continue
@@ -389,16 +403,8 @@ func (c *Conn) follow(p []byte) error {
 		}
 		c.rhdrN = 0
 		n := int(c.rhdr[0]) | int(c.rhdr[1])<<8 | int(c.rhdr[2])<<16
-		refuse, limit := errPacketLarge, loginPacketLimit
-		if c.LoggedIn() {
-			limit = c.l.lim.MaxPacket()
-		} else {
-			refuse = errBadLogin
-		}
-		if c.logical+n > limit {
-			_, _ = c.io.Write(refuse.packet(c.rhdr[3] + 1))
-			c.l.count("refused: "+refuse.msg, c.RemoteAddr())
-			return ErrRefused
+		if c.logical+n > c.l.lim.MaxPacket() {
+			return c.refuse(errPacketLarge, c.rhdr[3]+1)
 		}
 		if n == maxPayload {
 			c.logical += n
@@ -406,54 +412,20 @@ func (c *Conn) follow(p []byte) error {
 			c.logical = 0
 		}
 		c.rleft = n
-		c.rpkts++
 	}
 	return nil
 }
 
-// Write writes to the client; while logging in it follows the server's
-// packets to see the login accepted.
+// Write writes to the client; while logging in, through the login's
+// rewriting.
 func (c *Conn) Write(p []byte) (int, error) {
-	if c.state.Load() == stateLogin {
-		c.followServer(p)
+	if c.login != nil {
+		return c.writeLogin(p)
 	}
 	c.begin(opWrite)
 	n, err := c.io.Write(p)
 	c.end()
 	return n, err
-}
-
-// followServer notes the login accepted at the first OK packet after the
-// greeting (the others of a login are auth switches, more auth data and
-// errors).
-func (c *Conn) followServer(p []byte) {
-	for i := 0; i < len(p); {
-		if c.wleft > 0 {
-			if c.wnext1st {
-				c.wnext1st = false
-				if c.wpkts > 1 && p[i] == 0x00 {
-					if c.state.CompareAndSwap(stateLogin, stateLoggedIn) {
-						c.l.loggedIn.Add(1)
-					}
-					return
-				}
-			}
-			k := min(c.wleft, len(p)-i)
-			c.wleft -= k
-			i += k
-			continue
-		}
-		// a header: its length is in the first three bytes
-		c.whdr |= int(p[i]) << (8 * c.whdrN)
-		c.whdrN++
-		i++
-		if c.whdrN == 4 {
-			c.wleft = c.whdr & maxPayload
-			c.whdr, c.whdrN = 0, 0
-			c.wpkts++
-			c.wnext1st = c.wleft > 0
-		}
-	}
 }
 
 // Close closes the connection; only the first call does anything.
@@ -467,20 +439,20 @@ func (c *Conn) Close() error {
 	c.l.mu.Lock()
 	delete(c.l.conns, c)
 	c.l.mu.Unlock()
-	return c.io.Close()
+	return c.raw.Close()
 }
 
 // LocalAddr implements net.Conn.
-func (c *Conn) LocalAddr() net.Addr { return c.io.LocalAddr() }
+func (c *Conn) LocalAddr() net.Addr { return c.raw.LocalAddr() }
 
 // RemoteAddr implements net.Conn.
-func (c *Conn) RemoteAddr() net.Addr { return c.io.RemoteAddr() }
+func (c *Conn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
 
 // SetDeadline implements net.Conn.
-func (c *Conn) SetDeadline(t time.Time) error { return c.io.SetDeadline(t) }
+func (c *Conn) SetDeadline(t time.Time) error { return c.raw.SetDeadline(t) }
 
 // SetReadDeadline implements net.Conn.
-func (c *Conn) SetReadDeadline(t time.Time) error { return c.io.SetReadDeadline(t) }
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.raw.SetReadDeadline(t) }
 
 // SetWriteDeadline implements net.Conn.
-func (c *Conn) SetWriteDeadline(t time.Time) error { return c.io.SetWriteDeadline(t) }
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.raw.SetWriteDeadline(t) }

@@ -44,12 +44,6 @@ func server(t *testing.T, lim Limits, serve func(*Conn)) *Listener {
 	return l
 }
 
-// packet frames payload with sequence number seq.
-func packet(seq byte, payload []byte) []byte {
-	n := len(payload)
-	return append([]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}, payload...)
-}
-
 // okPacket is an OK packet's payload.
 var okPacket = []byte{0, 0, 0, 2, 0, 0, 0}
 
@@ -101,8 +95,8 @@ func readPacket(t *testing.T, c net.Conn) []byte {
 	return p
 }
 
-// login completes a login on c (the greeting, a response, the OK).
-func login(t *testing.T, c net.Conn) {
+// logIn completes a login on c (the greeting, a response, the OK).
+func logIn(t *testing.T, c net.Conn) {
 	t.Helper()
 	readPacket(t, c)
 	respond(t, c)
@@ -174,7 +168,7 @@ func TestMaxPacket(t *testing.T) {
 	l := server(t, limits(10, time.Minute, time.Minute, limit), greetAndLogin)
 
 	c := dial(t, l)
-	login(t, c)
+	logIn(t, c)
 	small := packet(0, bytes.Repeat([]byte("a"), 1000))
 	if _, err := c.Write(small); err != nil {
 		t.Fatal(err)
@@ -204,7 +198,7 @@ func TestMaxConnections(t *testing.T) {
 	var in []net.Conn
 	for range 3 { // two, and the one for an administrator
 		c := dial(t, l)
-		login(t, c)
+		logIn(t, c)
 		in = append(in, c)
 	}
 	wantError(t, dial(t, l), errTooMany.code)
@@ -221,7 +215,7 @@ func TestMaxConnections(t *testing.T) {
 	idle1, idle2 := dial(t, l), dial(t, l) // connect and send nothing
 	readPacket(t, idle1)
 	readPacket(t, idle2)
-	login(t, dial(t, l))
+	logIn(t, dial(t, l))
 	wantClosed(t, idle1) // the oldest login made room
 	respond(t, idle2)
 }
@@ -245,8 +239,8 @@ func TestTimeouts(t *testing.T) {
 	wantClosed(t, slow)
 
 	busy, idle := dial(t, l), dial(t, l)
-	login(t, busy)
-	login(t, idle)
+	logIn(t, busy)
+	logIn(t, idle)
 	for range 8 {
 		time.Sleep(250 * time.Millisecond)
 		if _, err := busy.Write(packet(0, []byte{3, 'x'})); err != nil {
@@ -264,7 +258,7 @@ func TestSetIdleTimeout(t *testing.T) {
 		greetAndLogin(c)
 	})
 	c := dial(t, l)
-	login(t, c)
+	logIn(t, c)
 	wantClosed(t, c)
 }
 
