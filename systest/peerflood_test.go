@@ -4,10 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -95,7 +92,7 @@ func TestPeerPortFlood(t *testing.T) {
 		serve()
 		time.Sleep(100 * time.Millisecond)
 	}
-	hwm := peakRSS(t, n.PID())
+	hwm := vmHWM(t, n.PID())
 	t.Logf("peak resident memory %d MiB after the attack (%d statements served during it)", hwm>>20, served)
 	if hwm > 400<<20 {
 		t.Fatalf("peak resident memory %d MiB, want under 400 MiB", hwm>>20)
@@ -130,22 +127,3 @@ func TestPeerPortFlood(t *testing.T) {
 	}
 }
 
-// peakRSS is the peak resident memory of process pid (VmHWM).
-func peakRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmHWM in /proc/%d/status", pid)
-	return 0
-}
