@@ -28,6 +28,15 @@ type Target struct {
 	Port     int
 	User     string
 	Password string
+	// TLS, when set, is where sysbench finds its TLS files: it connects
+	// over TLS.
+	TLS *TLSFiles
+}
+
+// WithTLS returns t connecting over TLS with f's files.
+func (t Target) WithTLS(f TLSFiles) Target {
+	t.TLS = &f
+	return t
 }
 
 // SysbenchOpts are the sysbench settings common to a comparison.
@@ -84,8 +93,12 @@ func Sysbench(t Target, workload, cmd string, o SysbenchOpts) Result {
 		}
 	}
 	args = append(args, o.Extra...)
-	args = append(args, cmd)
-	out, err := exec.Command("sysbench", args...).CombinedOutput()
+	c := exec.Command("sysbench", append(args, cmd)...)
+	if t.TLS != nil {
+		c.Args = append(c.Args[:len(c.Args)-1], "--mysql-ssl=on", cmd)
+		c.Dir = t.TLS.Dir
+	}
+	out, err := c.CombinedOutput()
 	r := Parse(string(out))
 	if err != nil || strings.Contains(r.Output, "FATAL") {
 		r.Failed = true

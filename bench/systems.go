@@ -239,7 +239,8 @@ type Anchor struct {
 	dir     string
 	script  string
 	targets []Target
-	nodes   int // cluster size the scripts were started with
+	nodes   int      // cluster size the scripts were started with
+	env     []string // added to the scripts' environment
 }
 
 // AnchorsAvailable reports whether the anchor scripts and MariaDB are here.
@@ -251,18 +252,20 @@ func AnchorsAvailable(dir string) bool {
 	return err == nil
 }
 
-// StartMariaDB starts the plain MariaDB of the anchors (port 4306).
-func StartMariaDB(dir string) (*Anchor, error) {
-	a := &Anchor{dir: dir, script: "single.sh", targets: []Target{{Name: "mariadb", Host: "127.0.0.1", Port: 4306, User: "sb", Password: "sb"}}}
+// StartMariaDB starts the plain MariaDB of the anchors (port 4306), with
+// the anchor scripts' environment env (e.g. TLSFiles.AnchorEnv).
+func StartMariaDB(dir string, env ...string) (*Anchor, error) {
+	a := &Anchor{dir: dir, script: "single.sh", env: env, targets: []Target{{Name: "mariadb", Host: "127.0.0.1", Port: 4306, User: "sb", Password: "sb"}}}
 	if err := a.run("start"); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-// StartGalera starts the anchors' Galera cluster of n nodes (ports 4307+).
-func StartGalera(dir string, n int) (*Anchor, error) {
-	a := &Anchor{dir: dir, script: "cluster.sh", nodes: n}
+// StartGalera starts the anchors' Galera cluster of n nodes (ports 4307+),
+// with the anchor scripts' environment env.
+func StartGalera(dir string, n int, env ...string) (*Anchor, error) {
+	a := &Anchor{dir: dir, script: "cluster.sh", nodes: n, env: env}
 	for i := 1; i <= n; i++ {
 		a.targets = append(a.targets, Target{Name: fmt.Sprintf("galera n%d", i), Host: "127.0.0.1", Port: 4306 + i, User: "sb", Password: "sb"})
 	}
@@ -274,6 +277,7 @@ func StartGalera(dir string, n int) (*Anchor, error) {
 
 func (a *Anchor) run(args ...string) error {
 	cmd := exec.Command("bash", append([]string{filepath.Join(a.dir, a.script)}, args...)...)
+	cmd.Env = append(os.Environ(), a.env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s %v: %v\n%s", a.script, args, err, out)

@@ -28,7 +28,7 @@ func benchSysbenchCmd() *cobra.Command {
 	var workloads, anchors, profileDir, psMode string
 	var threads, tables, size, runs int
 	var dur time.Duration
-	var noMaria, syncCommit bool
+	var noMaria, syncCommit, tlsCost bool
 	cmd := &cobra.Command{
 		Use:   "sysbench",
 		Short: "sysbench on one Certus node and a plain MariaDB, in the same run",
@@ -44,27 +44,36 @@ Holds /tmp/bench.lock while running.`,
 			}
 			defer unlock()
 			opts := bench.SysbenchOpts{Tables: tables, TableSize: size, Threads: threads, Time: dur, PSMode: psMode}
+			extra := []string{fmt.Sprintf("--sync-commit=%v", syncCommit)}
+			var files *bench.TLSFiles
+			if tlsCost {
+				f, err := bench.MakeTLS("")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(f.Dir)
+				files, extra = &f, append(extra, f.CertusFlags()...)
+			}
 			fmt.Fprintf(os.Stderr, "starting certus (sync-commit=%v)...\n", syncCommit)
-			certus, err := bench.StartCertus(self, 1, fmt.Sprintf("--sync-commit=%v", syncCommit))
+			certus, err := bench.StartCertus(self, 1, extra...)
 			if err != nil {
 				return err
 			}
 			defer certus.Stop()
-			systems := []struct {
-				name string
-				t    bench.Target
-			}{{"Certus", certus.Targets()[0]}}
+			var systems []benchSystem
+			systems = withTLS(systems, "Certus", certus.Targets()[0], files)
 			if !noMaria && bench.AnchorsAvailable(anchors) {
 				fmt.Fprintln(os.Stderr, "starting MariaDB (anchors single.sh)...")
-				maria, err := bench.StartMariaDB(anchors)
+				var env []string
+				if files != nil {
+					env = files.AnchorEnv()
+				}
+				maria, err := bench.StartMariaDB(anchors, env...)
 				if err != nil {
 					return err
 				}
 				defer maria.Stop()
-				systems = append(systems, struct {
-					name string
-					t    bench.Target
-				}{"MariaDB", maria.Targets()[0]})
+				systems = withTLS(systems, "MariaDB", maria.Targets()[0], files)
 			} else if !noMaria {
 				fmt.Fprintf(os.Stderr, "MariaDB or the anchor scripts (%s) are not installed: Certus only\n", anchors)
 			}
@@ -82,7 +91,7 @@ Holds /tmp/bench.lock while running.`,
 			if len(systems) == 2 {
 				header = append(header, "ratio (qps)")
 			}
-			var rows [][]string
+			var rows, costs [][]string
 			for _, w := range strings.Split(workloads, ",") {
 				w = strings.TrimSpace(w)
 				results := make([][]bench.Result, len(systems))
@@ -114,10 +123,25 @@ Holds /tmp/bench.lock while running.`,
 					row = append(row, bench.Ratio(qps[0], qps[1]))
 				}
 				rows = append(rows, row)
+				if files != nil {
+					cost := []string{w}
+					for i := 0; i+1 < len(systems); i += 2 {
+						cost = append(cost, tlsCostOf(median(results[i]), median(results[i+1]))...)
+					}
+					costs = append(costs, cost)
+				}
 			}
 			fmt.Printf("\nsysbench 1.0.20, %d tables x %d rows, %d threads, %s per run, median of %d run(s), ps-mode %s, Certus --sync-commit=%v\n\n",
 				tables, size, threads, dur, runs, psMode, syncCommit)
 			fmt.Print(bench.Table(header, rows))
+			if files != nil {
+				h := []string{"workload"}
+				for i := 0; i+1 < len(systems); i += 2 {
+					h = append(h, systems[i].name+" TLS cost (qps)", systems[i].name+" p95 ms plain / TLS")
+				}
+				fmt.Printf("\nThe cost of TLS (each system without and with TLS in the same run; sysbench --mysql-ssl=on)\n\n")
+				fmt.Print(bench.Table(h, costs))
+			}
 			return nil
 		},
 	}
@@ -133,7 +157,34 @@ Holds /tmp/bench.lock while running.`,
 	f.BoolVar(&noMaria, "no-mariadb", false, "run Certus only")
 	f.BoolVar(&syncCommit, "sync-commit", false, "Certus --sync-commit (MariaDB runs with innodb_flush_log_at_trx_commit=2)")
 	f.StringVar(&profileDir, "profile", "", "write a CPU profile of Certus during each workload's first run into this directory")
+	f.BoolVar(&tlsCost, "tls", false, "also run every workload over TLS on each system (same servers, sysbench --mysql-ssl=on) and report what TLS costs each")
 	return cmd
+}
+
+// benchSystem is one system a benchmark compares, as a client reaches it.
+type benchSystem struct {
+	name string
+	t    bench.Target
+}
+
+// withTLS adds the system to systems, and when files is not nil the same
+// system over TLS right after it.
+func withTLS(systems []benchSystem, name string, t bench.Target, files *bench.TLSFiles) []benchSystem {
+	systems = append(systems, benchSystem{name, t})
+	if files != nil {
+		systems = append(systems, benchSystem{name + " TLS", t.WithTLS(*files)})
+	}
+	return systems
+}
+
+// tlsCostOf is the throughput lost to TLS and the p95 latency without
+// and with it.
+func tlsCostOf(plain, tls bench.Result) []string {
+	cost := "-"
+	if plain.QPS > 0 {
+		cost = fmt.Sprintf("%.1f%%", 100*(1-tls.QPS/plain.QPS))
+	}
+	return []string{cost, fmt.Sprintf("%.2f / %.2f", plain.P95Ms, tls.P95Ms)}
 }
 
 // benchStart takes the benchmark lock (released by unlock) and returns
