@@ -128,6 +128,7 @@ var kindCodes = buildKindCodes([]struct {
 	{sql.ErrTableAlreadyExists, mysql.ERTableExists, "42S01"},
 	{sql.ErrInsertIntoMismatchValueCount, mysql.ERWrongValueCountOnRow, "21S01"},
 	{types.ErrLengthBeyondLimit, mysql.ERDataTooLong, "22001"},
+	{types.ErrBadCharsetString, mysql.ERTruncatedWrongValueForField, "HY000"},
 	{sql.ErrAmbiguousColumnName, mysql.ERNonUniq, "23000"},
 	{sql.ErrNoDatabaseSelected, mysql.ERNoDb, "3D000"},
 	{sql.ErrGeneratedColumnValue, 3105, "HY000"}, // ER_NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN

@@ -243,6 +243,8 @@ func TestHostileUser(t *testing.T) {
 		refused(t, c, "SELECT `\xff\xfe` FROM app.t", 1300)
 		refused(t, c, "CREATE TABLE app.`t\xff` (a INT)", 1300)
 		refused(t, c, "SELECT 1 AS `\xc3\x28`", 1300)
+		xexec(t, c, "CREATE TABLE app.s (id INT PRIMARY KEY, c VARCHAR(10))")
+		refused(t, c, "INSERT INTO app.s VALUES (1, '\xff\xfe')", 1366) // strict mode
 	})
 
 	t.Run("NoDatabaseSelected", func(t *testing.T) {
