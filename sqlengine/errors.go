@@ -177,6 +177,11 @@ const (
 	erCTEMaxRecursion  = 3636
 )
 
+// erMultiUpdateKeyConflict is MySQL's ER_MULTI_UPDATE_KEY_CONFLICT: a
+// multi-table UPDATE changes a primary key of a table it updates through
+// two aliases.
+const erMultiUpdateKeyConflict = 1706
+
 var verb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
 
 func buildKindCodes(kinds []struct {

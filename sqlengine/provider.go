@@ -60,7 +60,11 @@ var _ sql.MutableDatabaseProvider = (*Provider)(nil)
 var _ sql.CollatedDatabaseProvider = (*Provider)(nil)
 
 // NewProvider returns a provider over the manager's engine.
-func NewProvider(mgr *txn.Manager) *Provider { return &Provider{mgr: mgr, perf: newPerfSchema()} }
+func NewProvider(mgr *txn.Manager) *Provider {
+	p := &Provider{mgr: mgr, perf: newPerfSchema()}
+	p.guard.catalog = mgr.Engine().Catalog
+	return p
+}
 
 // Manager is the transaction manager.
 func (p *Provider) Manager() *txn.Manager { return p.mgr }

@@ -10,6 +10,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/mysql_db"
 	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/storage"
 )
 
 // stmtGuard checks every statement go-mysql-server parses, before it is
@@ -25,6 +27,8 @@ type stmtGuard struct {
 	users *mysql_db.MySQLDb
 	// files is where statements may read and write the host's files
 	files *FileAccess
+	// catalog is the latest catalog (nil: no checks that need tables)
+	catalog func() *storage.Catalog
 }
 
 // maxExprDepth bounds how deeply a statement's expressions may nest. The
@@ -78,6 +82,8 @@ func (g *stmtGuard) check(ctx *sql.Context, text string, st ast.Statement) error
 		return g.setVariables(ctx, st)
 	case *ast.CreateUser:
 		return clientCertificates(st)
+	case *ast.Update:
+		return g.multiUpdateKeys(ctx, st)
 	case *ast.Load:
 		return g.files.loadData(ctx, g.users, st)
 	case *ast.Select:
@@ -95,6 +101,89 @@ func (g *stmtGuard) check(ctx *sql.Context, text string, st ast.Statement) error
 		}
 	}
 	return nil
+}
+
+// multiUpdateKeys refuses, as MySQL does (1706), a multi-table UPDATE
+// that updates one table through two aliases and changes its primary key
+// through either: the rows one alias finds would move under the other.
+// go-mysql-server ran it.
+func (g *stmtGuard) multiUpdateKeys(ctx *sql.Context, st *ast.Update) error {
+	if len(st.TableExprs) < 2 && !containsJoin(st.TableExprs) || g.catalog == nil {
+		return nil
+	}
+	aliases := map[string]ast.TableName{} // alias (or name) -> table
+	walkAST(reflect.ValueOf(&st.TableExprs).Elem(), func(v reflect.Value) {
+		if v.Kind() != reflect.Pointer {
+			return
+		}
+		if at, ok := v.Interface().(*ast.AliasedTableExpr); ok && at != nil {
+			if tn, ok := at.Expr.(ast.TableName); ok {
+				alias := tn.Name.String()
+				if !at.As.IsEmpty() {
+					alias = at.As.String()
+				}
+				aliases[strings.ToLower(alias)] = tn
+			}
+		}
+	})
+	cat := g.catalog()
+	type target struct {
+		aliases map[string]bool
+		names   []string // as written, in order
+		pk      bool
+	}
+	updated := map[string]*target{} // db.table -> how it is updated
+	for _, e := range st.Exprs {
+		if e.Name == nil || e.Name.Qualifier.IsEmpty() {
+			continue
+		}
+		alias := e.Name.Qualifier.Name.String()
+		tn, ok := aliases[strings.ToLower(alias)]
+		if !ok {
+			continue
+		}
+		db := tn.DbQualifier.String()
+		if db == "" && ctx != nil {
+			db = ctx.GetCurrentDatabase()
+		}
+		def, ok := cat.TableByName(db, tn.Name.String())
+		if !ok {
+			continue
+		}
+		key := strings.ToLower(db + "." + def.Name)
+		u := updated[key]
+		if u == nil {
+			u = &target{aliases: map[string]bool{}}
+			updated[key] = u
+		}
+		u.aliases[strings.ToLower(alias)] = true
+		u.names = append(u.names, alias)
+		for _, id := range def.PK {
+			if c, _ := def.Column(id); c != nil && strings.EqualFold(c.Name, e.Name.Name.String()) {
+				u.pk = true
+			}
+		}
+		if u.pk && len(u.aliases) > 1 {
+			first := u.names[0]
+			for _, other := range u.names[1:] {
+				if !strings.EqualFold(other, first) {
+					return mysql.NewSQLError(erMultiUpdateKeyConflict, mysql.SSUnknownSQLState,
+						"Primary key/partition key update is not allowed since the table is updated both as '%s' and '%s'.", first, other)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// containsJoin reports whether exprs hold a JOIN.
+func containsJoin(exprs ast.TableExprs) bool {
+	for _, e := range exprs {
+		if _, ok := e.(*ast.JoinTableExpr); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // clientCertificates refuses CREATE USER ... REQUIRE X509, ISSUER,
