@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -206,4 +207,63 @@ func (h *Handler) showDiagnostics(s *Session, query string, out func(*sqltypes.R
 	}
 	s.ClearWarningCount() // the result itself raised none
 	return true, out(res)
+}
+
+// duplicateIndex matches go-mysql-server's warning 1831.
+var duplicateIndex = regexp.MustCompile(`^Duplicate index '(.*)' defined on the table '(.*)\.(.*)'\.`)
+
+// dropFalseDuplicateIndexWarnings removes the warnings 1831 of the
+// statement for indexes that duplicate no other: go-mysql-server warns for
+// any new index with as many columns as an existing one (CREATE TABLE t (a
+// INT, b INT, KEY(a), KEY(b)) warned that b duplicates a).
+func dropFalseDuplicateIndexWarnings(s *Session) {
+	if s == nil || s.WarningCount() == 0 {
+		return
+	}
+	ws := s.Warnings() // the latest first
+	keep := make([]*sql.Warning, 0, len(ws))
+	dropped := false
+	for i := len(ws) - 1; i >= 0; i-- {
+		if w := ws[i]; w.Code != 1831 || duplicatesAnIndex(s, w.Message) {
+			keep = append(keep, w)
+		} else {
+			dropped = true
+		}
+	}
+	if !dropped {
+		return
+	}
+	s.ClearWarnings()
+	for _, w := range keep {
+		s.Warn(w)
+	}
+}
+
+// duplicatesAnIndex reports whether the index a warning 1831 names has the
+// same columns as another index of its table (true when that cannot be
+// told: the warning stays).
+func duplicatesAnIndex(s *Session, msg string) bool {
+	m := duplicateIndex.FindStringSubmatch(msg)
+	if m == nil {
+		return true
+	}
+	cat := s.p.mgr.Engine().Catalog()
+	if t, ok := s.GetTransaction().(*Transaction); ok && t != nil {
+		cat = t.Catalog() // the statement's own change, before its commit
+	}
+	def, ok := cat.TableByName(m[2], m[3])
+	if !ok {
+		return true
+	}
+	ix, _ := def.Index(m[1])
+	if ix == nil {
+		return true
+	}
+	for i := range def.Indexes {
+		other := &def.Indexes[i]
+		if other != ix && slices.Equal(other.Columns, ix.Columns) && slices.Equal(other.Prefix, ix.Prefix) && other.Kind == ix.Kind {
+			return true
+		}
+	}
+	return false
 }

@@ -683,6 +683,9 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 			*called = true
 			fc.learnFrom(r)
 			track(r)
+			if info.ddl {
+				dropFalseDuplicateIndexWarnings(h.session(c))
+			}
 			return callback(r, more)
 		})
 	})
@@ -742,6 +745,9 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 			*called = true
 			fc.learnFrom(r)
 			track(r)
+			if info.ddl {
+				dropFalseDuplicateIndexWarnings(h.session(c))
+			}
 			return callback(r, more)
 		})
 		return err

@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -37,6 +38,23 @@ func TestIntegrity(t *testing.T) {
 		wantRows(t, "m", qLines(t, c, "SELECT pk, a FROM m ORDER BY pk"), []string{"1|1", "2|2"})
 		xexec(t, c, "UPDATE m AS A, m AS B SET A.a = 5, B.a = 5 WHERE A.pk = 1 AND B.pk = 2") // no key changed
 		wantRows(t, "m", qLines(t, c, "SELECT pk, a FROM m ORDER BY pk"), []string{"1|5", "2|5"})
+	})
+
+	t.Run("DuplicateIndexWarning", func(t *testing.T) {
+		// 1831 only for an index with the same columns as another
+		c := conn(t, db)
+		xexec(t, c, "CREATE TABLE w (a INT, b INT, KEY (a), KEY (b))")
+		if v := qInt(t, c, "SELECT @@warning_count"); v != 0 {
+			t.Fatalf("KEY (a), KEY (b): %d warnings", v)
+		}
+		xexec(t, c, "CREATE INDEX ab ON w (a, b)")
+		if v := qInt(t, c, "SELECT @@warning_count"); v != 0 {
+			t.Fatalf("an index on (a, b): %d warnings", v)
+		}
+		xexec(t, c, "CREATE INDEX a2 ON w (a)")
+		if v := qLines(t, c, "SHOW WARNINGS"); len(v) != 1 || !strings.Contains(v[0], "1831") {
+			t.Fatalf("a second index on (a): %q", v)
+		}
 	})
 
 	t.Run("ConsistentSnapshot", func(t *testing.T) {
