@@ -114,31 +114,62 @@ type stmtInfo struct {
 	ddl          bool // CREATE, DROP, ALTER, RENAME, TRUNCATE
 	begin        bool // BEGIN, START TRANSACTION
 	snapshot     bool // START TRANSACTION WITH CONSISTENT SNAPSHOT: the snapshot is taken at once
-	// flush: the options of a FLUSH the handler answers (flushOptions)
-	flush       []string
-	diagnostics bool // SHOW ERRORS / WARNINGS / COUNT(*) ...: read the session's conditions
+	// implicitCommit: CHECK TABLE, which ends the open transaction as DDL
+	// does although it reads
+	implicitCommit bool
 	// setGlobal: a SET that may assign a global (or persisted) variable
 	// (the statement guard checks the privilege on the parsed statement)
 	setGlobal  bool
 	set        bool // SET ...
-	kill       bool // KILL [CONNECTION | QUERY] id
 	showGrants bool // SHOW GRANTS ...
 	// processList: SHOW [FULL] PROCESSLIST (and nothing else)
 	processList bool
-	checksum    bool // CHECKSUM TABLE ...
-	do          bool // DO expr [, expr] ...
-	optimize    bool // OPTIMIZE ... TABLE ...
-	check       bool // CHECK TABLE ...
-	password    bool // SET PASSWORD ..., ALTER USER ...
-	// engineStatus: SHOW ENGINE INNODB STATUS (and nothing else)
-	engineStatus bool
-	// logTable: SHOW CREATE TABLE or CREATE TABLE, which may name a log
-	// table (logTables)
-	logTable bool
-	execute  bool // EXECUTE name: a prepared statement that may not run itself again (recursion.go)
-	// reloadTLS: ALTER INSTANCE ..., which may be ALTER INSTANCE RELOAD TLS
-	reloadTLS bool
+	execute     bool // EXECUTE name: a prepared statement that may not run itself again (recursion.go)
+	// answer is the handler's own answer to statements that begin so, or
+	// nil (see answerer)
+	answer answerer
 }
+
+// answerer answers a statement the handler runs itself instead of
+// go-mysql-server, or reports that it does not (handled false: the text
+// only begins like one).
+type answerer func(h *Handler, ctx context.Context, c *mysql.Conn, query string, out func(*sqltypes.Result) error) (handled bool, err error)
+
+// The statements the handler answers itself, as answerers; each names the
+// file that holds it.
+var (
+	answerFlush answerer = func(h *Handler, ctx context.Context, c *mysql.Conn, query string, out func(*sqltypes.Result) error) (bool, error) {
+		opts := flushOptions(query) // flush.go
+		if opts == nil {
+			return false, nil
+		}
+		return true, h.flush(ctx, c, opts, out)
+	}
+	answerEngineStatus answerer = func(h *Handler, ctx context.Context, c *mysql.Conn, _ string, out func(*sqltypes.Result) error) (bool, error) {
+		return true, h.engineStatus(ctx, h.session(c), out) // engine_status.go
+	}
+	answerLogTable answerer = func(h *Handler, _ context.Context, c *mysql.Conn, query string, out func(*sqltypes.Result) error) (bool, error) {
+		return h.logTables(c, query, out) // logtables.go
+	}
+	answerDiagnostics answerer = func(h *Handler, _ context.Context, c *mysql.Conn, query string, out func(*sqltypes.Result) error) (bool, error) {
+		return h.showDiagnostics(h.session(c), query, out) // diagnostics.go
+	}
+	answerKill answerer = func(h *Handler, ctx context.Context, c *mysql.Conn, query string, out func(*sqltypes.Result) error) (bool, error) {
+		done, err := h.killOwn(ctx, h.session(c), query) // privileges.go
+		if !done || err != nil {
+			return done, err
+		}
+		return true, out(&sqltypes.Result{})
+	}
+	answerReloadTLS answerer = func(h *Handler, ctx context.Context, c *mysql.Conn, query string, out func(*sqltypes.Result) error) (bool, error) {
+		return h.reloadTLS(ctx, h.session(c), query, out) // tls.go
+	}
+	answerChecksum answerer = (*Handler).checksumTables // checksum.go
+	answerDo       answerer = (*Handler).do
+	answerOptimize answerer = (*Handler).optimizeTables // optimize.go
+	answerCheck    answerer = (*Handler).checkTables    // checktable.go
+	answerPassword answerer = (*Handler).changePassword // password.go
+)
 
 func inspect(q string) stmtInfo {
 	lx := lexer{s: q}
@@ -167,19 +198,23 @@ func inspect(q string) stmtInfo {
 		case w == "PROCESSLIST", w == "FULL" && lx.word() == "PROCESSLIST":
 			info.processList = lx.word() == ""
 		case w == "ENGINE":
-			info.engineStatus = lx.word() == "INNODB" && lx.word() == "STATUS" && lx.word() == ""
+			if lx.word() == "INNODB" && lx.word() == "STATUS" && lx.word() == "" {
+				info.answer = answerEngineStatus
+			}
 		case w == "CREATE":
-			info.logTable = lx.word() == "TABLE"
+			if lx.word() == "TABLE" {
+				info.answer = answerLogTable
+			}
 		case w == "ERRORS", w == "WARNINGS", w == "COUNT":
-			info.diagnostics = true
+			info.answer = answerDiagnostics
 		}
 		return info
 	case "FLUSH":
-		return stmtInfo{nonPrimaryOK: true, flush: flushOptions(q)}
+		return stmtInfo{nonPrimaryOK: true, answer: answerFlush}
 	case "SET":
 		info := stmtInfo{nonPrimaryOK: true, set: true}
 		if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q[lx.i:])), "PASSWORD") {
-			return stmtInfo{password: true}
+			return stmtInfo{answer: answerPassword}
 		}
 		for w := lx.word(); w != ""; w = lx.word() {
 			if w == "GLOBAL" || w == "PERSIST" || w == "PERSIST_ONLY" {
@@ -188,15 +223,15 @@ func inspect(q string) stmtInfo {
 		}
 		return info
 	case "KILL":
-		return stmtInfo{nonPrimaryOK: true, kill: true}
+		return stmtInfo{nonPrimaryOK: true, answer: answerKill}
 	case "CHECKSUM":
-		return stmtInfo{kind: kindRead, checksum: true}
+		return stmtInfo{kind: kindRead, answer: answerChecksum}
 	case "DO":
-		return stmtInfo{nonPrimaryOK: true, do: true}
+		return stmtInfo{nonPrimaryOK: true, answer: answerDo}
 	case "OPTIMIZE":
-		return stmtInfo{optimize: true}
+		return stmtInfo{answer: answerOptimize}
 	case "CHECK":
-		return stmtInfo{kind: kindRead, check: true}
+		return stmtInfo{kind: kindRead, implicitCommit: true, answer: answerCheck}
 	case "USE", "ROLLBACK", "PREPARE", "DEALLOCATE", "QUIT":
 		return stmtInfo{nonPrimaryOK: true}
 	case "BEGIN":
@@ -216,13 +251,17 @@ func inspect(q string) stmtInfo {
 	case "ALTER":
 		switch lx.word() {
 		case "USER":
-			return stmtInfo{ddl: true, password: true}
+			return stmtInfo{ddl: true, answer: answerPassword}
 		case "INSTANCE":
-			return stmtInfo{nonPrimaryOK: true, reloadTLS: true}
+			return stmtInfo{nonPrimaryOK: true, answer: answerReloadTLS}
 		}
 		return stmtInfo{ddl: true}
 	case "CREATE":
-		return stmtInfo{ddl: true, logTable: lx.word() == "TABLE"}
+		info := stmtInfo{ddl: true}
+		if lx.word() == "TABLE" {
+			info.answer = answerLogTable
+		}
+		return info
 	case "RENAME", "TRUNCATE":
 		return stmtInfo{ddl: true}
 	case "":
@@ -432,7 +471,7 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	}
 	if s != nil {
 		// queries and DML never end a transaction (CHECK TABLE does)
-		s.noImplicitCommit, s.keepTxn = info.kind != 0 && !info.check, false
+		s.noImplicitCommit, s.keepTxn = info.kind != 0 && !info.implicitCommit, false
 		defer func() { s.noImplicitCommit, s.keepTxn = false, false }()
 	}
 	if s != nil && uint64(len(query)) > maxPacket(s) {
@@ -755,12 +794,9 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 	return rest, err
 }
 
-// answer runs the text statements the handler answers itself (FLUSH
-// option lists, STATUS and LOGS, SHOW ENGINE INNODB STATUS, the log tables'
-// SHOW CREATE TABLE and CREATE TABLE, SHOW ERRORS, SELECT
-// WSREP_SYNC_WAIT_UPTO_GTID(...), KILL of a user's own connection,
-// CHECKSUM TABLE, DO, OPTIMIZE TABLE, CHECK TABLE, password changes, the
-// fast path's shapes).
+// answer runs the text statements the handler answers itself (those
+// inspect gives an answerer, SELECT WSREP_SYNC_WAIT_UPTO_GTID(...), constant
+// SELECTs and the fast path's shapes).
 // handled is false when go-mysql-server must run query; fc then learns
 // from its results. track adds the session-state GTID to a commit's OK.
 func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info stmtInfo, called *bool, track func(*sqltypes.Result), callback mysql.ResultSpoolFn) (fc *fastCall, handled bool, err error) {
@@ -768,63 +804,13 @@ func (h *Handler) answer(ctx context.Context, c *mysql.Conn, query string, info 
 		*called = true
 		return callback(r, false)
 	}
-	if info.flush != nil {
-		return nil, true, h.flush(ctx, c, info.flush, out)
-	}
-	if info.engineStatus {
-		return nil, true, h.engineStatus(ctx, h.session(c), out)
-	}
-	if info.logTable {
-		if handled, err := h.logTables(c, query, out); handled {
-			return nil, true, err
-		}
-	}
-	if info.diagnostics {
-		if handled, err := h.showDiagnostics(h.session(c), query, out); handled {
+	if info.answer != nil {
+		if handled, err := info.answer(h, ctx, c, query, out); handled {
 			return nil, true, err
 		}
 	}
 	if info.kind == kindRead {
 		if handled, err := h.syncUpto(ctx, h.session(c), query, out); handled {
-			return nil, true, err
-		}
-	}
-	if info.kill {
-		if done, err := h.killOwn(ctx, h.session(c), query); done {
-			*called = true
-			if err != nil {
-				return nil, true, err
-			}
-			return nil, true, out(&sqltypes.Result{})
-		}
-	}
-	if info.checksum {
-		if handled, err := h.checksumTables(ctx, c, query, out); handled {
-			return nil, true, err
-		}
-	}
-	if info.do {
-		if handled, err := h.do(ctx, c, query, out); handled {
-			return nil, true, err
-		}
-	}
-	if info.optimize {
-		if handled, err := h.optimizeTables(ctx, c, query, out); handled {
-			return nil, true, err
-		}
-	}
-	if info.check {
-		if handled, err := h.checkTables(ctx, c, query, out); handled {
-			return nil, true, err
-		}
-	}
-	if info.password {
-		if handled, err := h.changePassword(ctx, c, query, out); handled {
-			return nil, true, err
-		}
-	}
-	if info.reloadTLS {
-		if handled, err := h.reloadTLS(ctx, h.session(c), query, out); handled {
 			return nil, true, err
 		}
 	}
