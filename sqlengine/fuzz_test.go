@@ -38,20 +38,8 @@ func FuzzRewriteText(f *testing.F) {
 	} {
 		f.Add(q)
 	}
-	// generatedParens doubles an AS (...) nested in another one only on
-	// a second pass ("AS(AS(0))" -> "AS((AS(0)))" -> "AS((AS((0))))"), so it
-	// and the chain are not idempotent; no column definition nests them
-	rewrites := []struct {
-		name       string
-		fn         func(string) string
-		idempotent bool
-	}{
-		{"setKeywordValues", setKeywordValues, true},
-		{"indexHints", indexHints, true},
-		{"assignUserVars", assignUserVars, true},
-		{"generatedParens", generatedParens, false},
-		{"flushModifier", flushModifier, true},
-		{"createSelectParens", createSelectParens, true},
+	rewrites := append([]textRewrite(nil), textRewrites...)
+	rewrites = append(rewrites, []textRewrite{
 		{"rollup", func(q string) string {
 			if r, ok := rollupRewrite(q); ok {
 				return r
@@ -59,7 +47,7 @@ func FuzzRewriteText(f *testing.F) {
 			return q
 		}, true},
 		{"rewriteText", func(q string) string { r, _ := rewriteText(q, true); return r }, false},
-	}
+	}...)
 	f.Fuzz(func(t *testing.T, q string) {
 		// a panic fails this input, not the package's test binary, so
 		// sqlengine's other tests still run while a seed here fails

@@ -730,15 +730,37 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 	})
 }
 
+// textRewrite is a rewrite of a statement's text into text
+// go-mysql-server parses as MySQL means it.
+type textRewrite struct {
+	name string
+	fn   func(string) string
+	// idempotent: a second pass changes nothing (generatedParens doubles
+	// an AS (...) nested in another one on a second pass, which no column
+	// definition has)
+	idempotent bool
+}
+
+// textRewrites are applied in this order to every text statement, after
+// versionComments and before rollupRewrite.
+var textRewrites = []textRewrite{
+	{"setKeywordValues", setKeywordValues, true},     // setvalues.go: SET x = ON, BINARY ...
+	{"indexHints", indexHints, true},                 // indexhints.go
+	{"assignUserVars", assignUserVars, true},         // assignvar.go: @v := expr
+	{"generatedParens", generatedParens, false},      // generatedparens.go: generated columns' conditions
+	{"flushModifier", flushModifier, true},           // flush.go: FLUSH LOCAL | NO_WRITE_TO_BINLOG
+	{"createSelectParens", createSelectParens, true}, // createselect.go: CREATE TABLE t (SELECT ...)
+}
+
 // rewriteText turns a text statement into one go-mysql-server parses as
-// MySQL means it: executable comments, SET values, index hints, :=
-// assignments of user variables, generated columns' conditions
-// (generatedParens), FLUSH's LOCAL, CREATE TABLE ... (SELECT ...) and WITH ROLLUP (of the first statement,
-// when multi holds several). skipped reports comments MySQL would not
-// execute.
+// MySQL means it: executable comments (versionComments), textRewrites,
+// and WITH ROLLUP of the first statement when multi holds several
+// (rollupRewrite). skipped reports comments MySQL would not execute.
 func rewriteText(query string, multi bool) (string, bool) {
 	query, skipped := versionComments(query)
-	query = createSelectParens(flushModifier(generatedParens(assignUserVars(indexHints(setKeywordValues(query))))))
+	for _, r := range textRewrites {
+		query = r.fn(query)
+	}
 	if containsFold(query, "rollup") {
 		first, rest := query, ""
 		if multi {
