@@ -30,67 +30,6 @@ const (
 	getUserVarFunc = "certus_get_user_var"
 )
 
-// lexToken is a token of a statement: a word, a @variable, a quoted string
-// or identifier, or punctuation (":=" is one token).
-type lexToken struct {
-	kind       byte // 'w' word, 'v' variable, 'q' quoted, 'p' punctuation
-	text       string
-	start, end int // its bytes in the statement
-}
-
-// lexTokens splits q into tokens, skipping white space and comments.
-func lexTokens(q string) []lexToken {
-	var toks []lexToken
-	for i := 0; i < len(q); {
-		c := q[i]
-		start := i
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-			continue
-		case c == '#' || c == '-' && i+1 < len(q) && q[i+1] == '-' && (i+2 == len(q) || q[i+2] <= ' '):
-			for i < len(q) && q[i] != '\n' {
-				i++
-			}
-			continue
-		case strings.HasPrefix(q[i:], "/*"):
-			end := strings.Index(q[i+2:], "*/")
-			if end < 0 {
-				i = len(q)
-			} else {
-				i += end + 4
-			}
-			continue
-		case c == '\'' || c == '"' || c == '`':
-			l := lexer{s: q, i: i}
-			l.skipQuoted(c)
-			i = l.i
-			toks = append(toks, lexToken{'q', q[start:i], start, i})
-		case c == '@':
-			i++
-			if i < len(q) && q[i] == '@' {
-				i++
-			}
-			for i < len(q) && (isWordByte(q[i]) || q[i] == '.') {
-				i++
-			}
-			toks = append(toks, lexToken{'v', q[start:i], start, i})
-		case isWordByte(c):
-			for i < len(q) && isWordByte(q[i]) {
-				i++
-			}
-			toks = append(toks, lexToken{'w', q[start:i], start, i})
-		case c == ':' && i+1 < len(q) && q[i+1] == '=':
-			i += 2
-			toks = append(toks, lexToken{'p', ":=", start, i})
-		default:
-			i++
-			toks = append(toks, lexToken{'p', q[start:i], start, i})
-		}
-	}
-	return toks
-}
-
 // assignEnds are the words that end the expression assigned (at its own
 // depth): the clauses after a select item, and CASE's parts.
 var assignEnds = map[string]bool{

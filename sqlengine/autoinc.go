@@ -1,7 +1,6 @@
 package sqlengine
 
 import (
-	"math"
 	"sync/atomic"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -191,28 +190,3 @@ func (t *Table) autoIncrementType() (sql.Type, bool) {
 
 // AutoIncrementSetter implements sql.AutoIncrementTable.
 func (t *Table) AutoIncrementSetter(ctx *sql.Context) sql.AutoIncrementSetter { return t.editor(ctx) }
-
-// asInt is v as an int64 when it is an integer that fits one.
-func asInt(v interface{}) (int64, bool) {
-	switch x := v.(type) {
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case int:
-		return int64(x), true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		return int64(x), x <= math.MaxInt64
-	}
-	return 0, false
-}

@@ -30,35 +30,6 @@ import (
 // GROUPING() or locking, is rewritten; anything else keeps
 // go-mysql-server's syntax error.
 
-// sqlToken is a word or punctuation of a statement at parenthesis depth
-// depth; quoted strings and identifiers and comments are skipped.
-type sqlToken struct {
-	word       string // upper-cased word, or "," / "(" / ")"
-	start, end int
-	depth      int
-}
-
-// topTokens lists the words, commas and parentheses of q with their depth.
-func topTokens(q string) []sqlToken {
-	var out []sqlToken
-	depth := 0
-	for _, t := range lexTokens(q) {
-		switch {
-		case t.kind == 'w':
-			out = append(out, sqlToken{word: upper(t.text), start: t.start, end: t.end, depth: depth})
-		case t.text == "(":
-			out = append(out, sqlToken{word: "(", start: t.start, end: t.end, depth: depth})
-			depth++
-		case t.text == ")":
-			depth--
-			out = append(out, sqlToken{word: ")", start: t.start, end: t.end, depth: depth})
-		case t.text == ",":
-			out = append(out, sqlToken{word: ",", start: t.start, end: t.end, depth: depth})
-		}
-	}
-	return out
-}
-
 // rollupSelect is the parts of a SELECT ... GROUP BY ... WITH ROLLUP.
 type rollupSelect struct {
 	items  []rollupItem

@@ -388,23 +388,6 @@ func (s *Session) CommandEnd() {
 	}
 }
 
-// truthy interprets a boolean system variable's value.
-func truthy(v interface{}) bool {
-	switch x := v.(type) {
-	case bool:
-		return x
-	case string:
-		return x == "1" || strings.EqualFold(x, "ON") || strings.EqualFold(x, "true")
-	}
-	n, ok := asInt(v)
-	if !ok {
-		if u, isU := v.(uint64); isU {
-			return u != 0
-		}
-	}
-	return n != 0
-}
-
 // SessionEnd implements sql.LifecycleAwareSession: the transaction is
 // rolled back and the temporary tables dropped.
 func (s *Session) SessionEnd() {
