@@ -78,7 +78,14 @@ incrementally maintained one.`,
 				if bad {
 					return fmt.Errorf("digests differ")
 				}
-				fmt.Println("OK: identical state")
+				if len(results) == 1 {
+					fmt.Println("OK: the digest matches the node's data") // nothing to compare it with
+					if !verify {
+						fmt.Println("(one node: give several addresses to compare them, --verify to recompute the digest from the data)")
+					}
+					return nil
+				}
+				fmt.Printf("OK: identical state on %d nodes\n", len(results))
 				return nil
 			}
 		},

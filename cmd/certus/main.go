@@ -15,8 +15,10 @@ func main() {
 		Short:         "Certus: a multi-primary, synchronously replicated MySQL-compatible cluster",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionText(),
 	}
-	root.AddCommand(nodeCmd(), demoCmd(), checksumCmd(), simCmd(), benchCmd())
+	root.SetVersionTemplate("{{.Version}}")
+	root.AddCommand(nodeCmd(), demoCmd(), checksumCmd(), simCmd(), benchCmd(), versionCmd())
 	root.AddCommand(proxyCmd(), arbitratorCmd(), leaveCmd(), leadCmd(), removeCmd(), healthCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "certus:", err)
