@@ -288,6 +288,20 @@ func dialIdle(t *testing.T, addr string, k int) []net.Conn {
 	return conns
 }
 
+// waitSessions waits until the node holds at most k sessions of user (""
+// any user): those the client closed end on the node a little later.
+func waitSessions(t *testing.T, r *sql.Conn, user string, k int64) {
+	t.Helper()
+	q := "SELECT COUNT(*) FROM information_schema.processlist WHERE user = '" + user + "' OR '" + user + "' = ''"
+	deadline := time.Now().Add(10 * time.Second)
+	for qInt(t, r, q) > k {
+		if time.Now().After(deadline) {
+			t.Fatalf("the node still holds more than %d sessions of %q", k, user)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // closedByServer waits until the server closed c (a read ends in EOF or a
 // reset rather than its deadline).
 func closedByServer(c net.Conn, within time.Duration) bool {
@@ -355,6 +369,7 @@ func TestHostileClients(t *testing.T) {
 		defer xexec(t, r, "SET GLOBAL max_connections = 151")
 		// logged in now: r alone (root's pool keeps no idle connection)
 		root.SetMaxIdleConns(0)
+		waitSessions(t, r, "", 1)
 		u := userDB(t, n, "u", "pw", "app")
 		for range 3 {
 			conn(t, u)
@@ -377,6 +392,7 @@ func TestHostileClients(t *testing.T) {
 	t.Run("MaxUserConnections", func(t *testing.T) {
 		xexec(t, r, "SET GLOBAL max_user_connections = 2")
 		defer xexec(t, r, "SET GLOBAL max_user_connections = 0")
+		waitSessions(t, r, "u", 0)
 		u := userDB(t, n, "u", "pw", "app")
 		conn(t, u)
 		conn(t, u)

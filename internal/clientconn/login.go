@@ -214,6 +214,11 @@ func (c *Conn) serverPacket(pkt []byte) error {
 		ok = true
 	}
 	pkt[3] += l.shift
+	if ok && c.state.CompareAndSwap(stateLogin, stateLoggedIn) {
+		// counted before the client can see its OK: a login it starts
+		// next must find this one counted against max_connections
+		c.l.loggedIn.Add(1)
+	}
 	if err := c.writeRaw(pkt); err != nil {
 		return err
 	}
@@ -223,12 +228,8 @@ func (c *Conn) serverPacket(pkt []byte) error {
 	return nil
 }
 
-// loggedIn ends the login: the connection counts as logged in and its
-// packets pass through from now on.
+// loggedIn ends the login: the packets pass through from now on.
 func (c *Conn) loggedIn() {
-	if c.state.CompareAndSwap(stateLogin, stateLoggedIn) {
-		c.l.loggedIn.Add(1)
-	}
 	c.carry = c.login.in // a pipelining client's first command
 	c.login = nil
 }
