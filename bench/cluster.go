@@ -51,6 +51,13 @@ func openWithReadTimeout(t Target, read time.Duration) (*sql.DB, error) {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = t.User, t.Password, "tcp", fmt.Sprintf("%s:%d", t.Host, t.Port), "sbtest"
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 10*time.Second, read, 60*time.Second
+	if t.TLS != nil {
+		tc, err := t.TLS.ClientConfig()
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLS = tc
+	}
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err

@@ -52,8 +52,9 @@ const (
 func (c *Certus) Dir() string { return c.dir }
 
 // StartCertus starts nodes certus processes from bin (the first
-// bootstraps, the others join) with extra flags, waits until they are
-// Synced, and creates the sbtest database.
+// bootstraps, the others join) with extra flags, in which {node} stands
+// for each node's name (n1, n2, ...), waits until they are Synced, and
+// creates the sbtest database.
 func StartCertus(bin string, nodes int, extra ...string) (*Certus, error) {
 	dir, err := os.MkdirTemp("", "certus-bench-")
 	if err != nil {
@@ -81,14 +82,18 @@ func StartCertus(bin string, nodes int, extra ...string) (*Certus, error) {
 // it) and returns its HTTP address.
 func (c *Certus) startNode(bin string, i int, extra []string) (string, error) {
 	sqlAddr, httpAddr, peerAddr := freeAddr(), freeAddr(), freeAddr()
-	args := []string{"node", "--name", fmt.Sprintf("n%d", i), "--data-dir", c.DataDir(i),
+	name := fmt.Sprintf("n%d", i)
+	args := []string{"node", "--name", name, "--data-dir", c.DataDir(i),
 		"--sql-addr", sqlAddr, "--http-addr", httpAddr, "--peer-addr", peerAddr}
 	if i == 1 {
 		c.firstPeer = peerAddr
 	} else {
 		args = append(args, "--join", c.firstPeer)
 	}
-	cmd := exec.Command(bin, append(args, extra...)...)
+	for _, f := range extra {
+		args = append(args, strings.ReplaceAll(f, "{node}", name))
+	}
+	cmd := exec.Command(bin, args...)
 	logf, err := os.Create(filepath.Join(c.dir, fmt.Sprintf("n%d.log", i)))
 	if err != nil {
 		return "", err
@@ -252,8 +257,9 @@ func AnchorsAvailable(dir string) bool {
 	return err == nil
 }
 
-// StartMariaDB starts the plain MariaDB of the anchors (port 4306), with
-// the anchor scripts' environment env (e.g. TLSFiles.AnchorEnv).
+// StartMariaDB starts the plain MariaDB of the anchor scripts in dir
+// (port 4306; TLSFiles.AnchorScripts makes scripts that set up TLS), with
+// env added to the scripts' environment.
 func StartMariaDB(dir string, env ...string) (*Anchor, error) {
 	a := &Anchor{dir: dir, script: "single.sh", env: env, targets: []Target{{Name: "mariadb", Host: "127.0.0.1", Port: 4306, User: "sb", Password: "sb"}}}
 	if err := a.run("start"); err != nil {
@@ -262,8 +268,8 @@ func StartMariaDB(dir string, env ...string) (*Anchor, error) {
 	return a, nil
 }
 
-// StartGalera starts the anchors' Galera cluster of n nodes (ports 4307+),
-// with the anchor scripts' environment env.
+// StartGalera starts the Galera cluster of n nodes of the anchor scripts
+// in dir (ports 4307+), with env added to the scripts' environment.
 func StartGalera(dir string, n int, env ...string) (*Anchor, error) {
 	a := &Anchor{dir: dir, script: "cluster.sh", nodes: n, env: env}
 	for i := 1; i <= n; i++ {

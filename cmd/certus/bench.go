@@ -64,11 +64,13 @@ Holds /tmp/bench.lock while running.`,
 			systems = withTLS(systems, "Certus", certus.Targets()[0], files)
 			if !noMaria && bench.AnchorsAvailable(anchors) {
 				fmt.Fprintln(os.Stderr, "starting MariaDB (anchors single.sh)...")
-				var env []string
+				scripts := anchors
 				if files != nil {
-					env = files.AnchorEnv()
+					if scripts, err = files.AnchorScripts(anchors); err != nil {
+						return err
+					}
 				}
-				maria, err := bench.StartMariaDB(anchors, env...)
+				maria, err := bench.StartMariaDB(scripts)
 				if err != nil {
 					return err
 				}
