@@ -166,6 +166,10 @@ const erCheckConstraintViolated = 3819
 // command denied to user ... for table ..."), which vitess does not name.
 const erTableAccessDenied = 1142
 
+// erCannotUser is MySQL's ER_CANNOT_USER ("Operation ... failed for
+// account"), which vitess does not name.
+const erCannotUser = 1396
+
 // MySQL's codes for statements that nest or recurse too far, which vitess
 // does not name: ER_STACK_OVERRUN_NEED_MORE, ER_PS_NO_RECURSION,
 // ER_SP_RECURSION_LIMIT, ER_VIEW_RECURSIVE, ER_CTE_MAX_RECURSION_DEPTH.

@@ -169,6 +169,8 @@ var (
 	answerOptimize answerer = (*Handler).optimizeTables // optimize.go
 	answerCheck    answerer = (*Handler).checkTables    // checktable.go
 	answerPassword answerer = (*Handler).changePassword // password.go
+
+	answerShowCreateUser answerer = (*Handler).showCreateUser // showcreateuser.go
 )
 
 func inspect(q string) stmtInfo {
@@ -202,8 +204,11 @@ func inspect(q string) stmtInfo {
 				info.answer = answerEngineStatus
 			}
 		case w == "CREATE":
-			if lx.word() == "TABLE" {
+			switch lx.word() {
+			case "TABLE":
 				info.answer = answerLogTable
+			case "USER":
+				info.answer = answerShowCreateUser
 			}
 		case w == "ERRORS", w == "WARNINGS", w == "COUNT":
 			info.answer = answerDiagnostics

@@ -216,3 +216,77 @@ func indexFold(s, w string) int {
 	}
 	return -1
 }
+
+// unquoteName is a name as written in a statement (an alias, a user or a
+// host), without its quotes: backquoted, or a string literal with its
+// escapes and doubled quotes undone.
+func unquoteName(s string) string {
+	if len(s) < 2 {
+		return s
+	}
+	switch q := s[0]; q {
+	case '`':
+		return strings.ReplaceAll(s[1:len(s)-1], "``", "`")
+	case '\'', '"':
+		return unescapeString(s[1:len(s)-1], q)
+	}
+	return s
+}
+
+// unescapeString undoes a string literal's escapes and doubled quotes q.
+func unescapeString(s string, q byte) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && i+1 < len(s):
+			i++
+			switch s[i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 'r':
+				b.WriteByte('\r')
+			case 't':
+				b.WriteByte('\t')
+			case '0':
+				b.WriteByte(0)
+			case 'Z':
+				b.WriteByte(0x1a)
+			default:
+				b.WriteByte(s[i])
+			}
+		case s[i] == q && i+1 < len(s) && s[i+1] == q:
+			i++
+			b.WriteByte(q)
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// escapeString escapes s for a single-quoted literal that the mysql
+// client and the server read back byte for byte.
+func escapeString(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case 0:
+			b.WriteString(`\0`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case 0x1a:
+			b.WriteString(`\Z`)
+		case '\'', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// backquote quotes an identifier with backquotes.
+func backquote(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

@@ -35,7 +35,7 @@ func (h *Handler) changePassword(ctx context.Context, c *mysql.Conn, query strin
 	if s == nil {
 		return false, nil
 	}
-	self := "'" + escapeQuote(s.Client().User) + "'@'" + escapeQuote(s.Client().Address) + "'"
+	self := "'" + escapeString(s.Client().User) + "'@'" + escapeString(s.Client().Address) + "'"
 	var account, rest string
 	if m := setPasswordRe.FindStringSubmatch(query); m != nil {
 		account, rest = m[1], "IDENTIFIED BY "+m[2]+m[3]
@@ -68,16 +68,3 @@ func (h *Handler) changePassword(ctx context.Context, c *mysql.Conn, query strin
 // password by a user without CREATE USER.
 var errCreateUserDenied = mysql.NewSQLError(mysql.ERSpecifiedAccessDenied, "42000",
 	"Access denied; you need (at least one of) the CREATE USER privilege(s) for this operation")
-
-// escapeQuote doubles the quotes and backslashes of s, for a quoted SQL
-// string.
-func escapeQuote(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\'' || s[i] == '\\' {
-			out = append(out, s[i])
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}

@@ -166,19 +166,6 @@ func sameExpr(a, b string) bool {
 	return norm(a) == norm(b)
 }
 
-// unquoteName is an alias as a column name.
-func unquoteName(s string) string {
-	if len(s) >= 2 {
-		switch s[0] {
-		case '`':
-			return strings.ReplaceAll(s[1:len(s)-1], "``", "`")
-		case '\'', '"':
-			return s[1 : len(s)-1]
-		}
-	}
-	return s
-}
-
 // isKeyword reports whether the last word of an item is a keyword that
 // ends an expression rather than an alias.
 func isKeyword(w string) bool {

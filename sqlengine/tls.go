@@ -57,10 +57,7 @@ func (h *Handler) secureEnough(ctx context.Context, s *Session, g *clientconn.Co
 		return nil
 	}
 	c := s.Client()
-	host := c.Address
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
+	host := hostOf(c.Address)
 	rd := h.users.Reader()
 	u := h.users.GetUser(rd, c.User, host, false)
 	rd.Close()
@@ -90,4 +87,12 @@ func (h *Handler) reloadTLS(ctx context.Context, s *Session, query string, out f
 	}
 	h.log.Info("client TLS reloaded", "cert", h.tls.Files().Cert)
 	return true, out(&sqltypes.Result{})
+}
+
+// hostOf is the host part of a client's address (host:port).
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }

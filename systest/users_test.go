@@ -205,3 +205,44 @@ func TestUsersReplicate(t *testing.T) {
 	login(c.Nodes[1], "pw2", 1045)
 	login(c.Nodes[2], "pw2", 1045)
 }
+
+// TestShowCreateUser: SHOW CREATE USER prints the statement that makes the
+// account again, password hash included, as MySQL 8.0 does (mysqldump
+// --system=users and backup tools run it): an account dropped and made
+// again from it logs in with its old password. A user sees its own
+// account only, without SELECT on the mysql schema or CREATE USER.
+func TestShowCreateUser(t *testing.T) {
+	n, root := startNode(t, "showuser1", "")
+	mustExec(t, root, "CREATE USER 'app'@'%' IDENTIFIED BY 'pw1'")
+	mustExec(t, root, "CREATE USER 'sha'@'%' IDENTIFIED WITH caching_sha2_password BY 'pw2'")
+	mustExec(t, root, "CREATE USER 'o''k'@'10.%' IDENTIFIED BY 'x' REQUIRE SSL")
+	show := func(db *sql.DB, account string) string {
+		t.Helper()
+		var stmt string
+		if err := db.QueryRow("SHOW CREATE USER "+account).Scan(&stmt); err != nil {
+			t.Fatalf("SHOW CREATE USER %s: %v", account, err)
+		}
+		return stmt
+	}
+	if got := show(root, "'o''k'@'10.%'"); !strings.HasPrefix(got, "CREATE USER `o'k`@`10.%` IDENTIFIED WITH 'mysql_native_password' AS '*") ||
+		!strings.Contains(got, " REQUIRE SSL ") {
+		t.Errorf("SHOW CREATE USER 'o''k'@'10.%%' = %s", got)
+	}
+	for _, u := range []struct{ account, name, pw string }{{"app", "app", "pw1"}, {"sha@'%'", "sha", "pw2"}} {
+		stmt := show(root, u.account)
+		mustExec(t, root, "DROP USER "+u.account)
+		mustExec(t, root, stmt)
+		db := userDB(t, n, u.name, u.pw, "")
+		if err := db.Ping(); err != nil {
+			t.Fatalf("%s made again from %q: %v", u.account, stmt, err)
+		}
+		if again := show(root, u.account); again != stmt {
+			t.Errorf("made again, %s shows %q, was %q", u.account, again, stmt)
+		}
+	}
+	app := userDB(t, n, "app", "pw1", "")
+	show(app, "CURRENT_USER()")
+	show(app, "app@'%'")
+	wantErr(t, tryExec(app, "SHOW CREATE USER root@localhost"), 1142, "42000")
+	wantErr(t, tryExec(root, "SHOW CREATE USER nobody"), 1396, "HY000")
+}
