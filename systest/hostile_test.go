@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -97,6 +98,35 @@ func TestHostileUser(t *testing.T) {
 		}
 		if v := qInt(t, c, "SELECT 1"+strings.Repeat("+1", 500)); v != 501 {
 			t.Fatalf("500 additions = %d", v)
+		}
+	})
+
+	t.Run("HugeResults", func(t *testing.T) {
+		// REPEAT('a', 4294967295) allocated 2 GiB, stalled the raft loop
+		// and panicked; results past max_allowed_packet are NULL with
+		// warning 1301, as in MySQL
+		c := conn(t, u)
+		before := vmHWM(t, n.PID())
+		for _, q := range []string{
+			"SELECT REPEAT('a', 4294967295)",
+			"SELECT SPACE(4294967295)",
+			"SELECT LPAD('a', 4294967295, 'b')",
+			"SELECT CONCAT(REPEAT('a', 40000000), REPEAT('b', 40000000))",
+			"SELECT REPLACE(REPEAT('a', 1000000), 'a', REPEAT('b', 1000))",
+		} {
+			var v sql.NullString
+			if err := c.QueryRowContext(context.Background(), q).Scan(&v); err != nil || v.Valid {
+				t.Fatalf("%s: %v, valid %v; want NULL", q, err, v.Valid)
+			}
+			if code := qInt(t, c, "SELECT @@warning_count"); code != 1 {
+				t.Fatalf("%s: %d warnings, want 1301", q, code)
+			}
+		}
+		if v := qInt(t, c, "SELECT LENGTH(REPEAT('ab', 1000000))"); v != 2000000 {
+			t.Fatalf("REPEAT within max_allowed_packet: %d bytes", v)
+		}
+		if after := vmHWM(t, n.PID()); after > before+256<<20 {
+			t.Fatalf("peak RSS grew from %d to %d MiB", before>>20, after>>20)
 		}
 	})
 

@@ -219,7 +219,7 @@ func TestShowCreateUser(t *testing.T) {
 	show := func(db *sql.DB, account string) string {
 		t.Helper()
 		var stmt string
-		if err := db.QueryRow("SHOW CREATE USER "+account).Scan(&stmt); err != nil {
+		if err := db.QueryRow("SHOW CREATE USER " + account).Scan(&stmt); err != nil {
 			t.Fatalf("SHOW CREATE USER %s: %v", account, err)
 		}
 		return stmt
