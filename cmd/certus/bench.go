@@ -17,7 +17,7 @@ func benchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Benchmarks against MariaDB and Galera on this machine",
 	}
-	cmd.AddCommand(benchSysbenchCmd(), benchClusterCmd(), benchJoinCmd(), benchBigTxnCmd(), benchFlowCmd())
+	cmd.AddCommand(benchSysbenchCmd(), benchClusterCmd(), benchJoinCmd(), benchBigTxnCmd(), benchFlowCmd(), benchDiffCmd())
 	return cmd
 }
 
