@@ -25,10 +25,17 @@ func TestCertus(t *testing.T) {
 			case !s.short && !full():
 				t.Skip("runs with CERTUS_COMPAT=full")
 			}
+			// statements name files relative to secure_file_priv and the
+			// tests relative to the working directory: both are the
+			// enginetest directory for the suites that read its files,
+			// a new directory for the others
+			h := NewHarness(s.name)
+			h.filesDir = t.TempDir()
 			if s.testdata {
-				t.Chdir(enginetestDir(t))
+				h.filesDir = enginetestDir(t)
 			}
-			s.run(t, NewHarness(s.name))
+			t.Chdir(h.filesDir)
+			s.run(t, h)
 		})
 	}
 }

@@ -32,6 +32,9 @@ type Harness struct {
 	// inUse is set when node serves an engine; until then the next engine
 	// adopts it (a test may build sessions before its engine).
 	inUse bool
+	// filesDir is secure_file_priv, the tests' working directory ("": a
+	// new directory per engine)
+	filesDir string
 }
 
 var (
@@ -64,8 +67,13 @@ func (h *Harness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
 		return nil, err
 	}
 	h.inUse, h.session = true, nil
-	// go-mysql-server's tests write and read files by relative names
-	files, err := sqlengine.NewFileAccess(t.TempDir(), "")
+	// go-mysql-server's tests write and read files by relative names,
+	// which are relative to secure_file_priv
+	dir := h.filesDir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	files, err := sqlengine.NewFileAccess(dir, "")
 	if err != nil {
 		return nil, err
 	}

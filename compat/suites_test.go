@@ -114,7 +114,7 @@ var suites = []suite{
 	{name: "LoadData", testdata: true, run: func(t *testing.T, h harness) { enginetest.TestLoadData(t, h) }},
 	{name: "LoadDataErrors", testdata: true, run: func(t *testing.T, h harness) { enginetest.TestLoadDataErrors(t, h) }},
 	{name: "LoadDataFailing", testdata: true, run: func(t *testing.T, h harness) { enginetest.TestLoadDataFailing(t, h) }},
-	{name: "SelectIntoFile", run: func(t *testing.T, h harness) { enginetest.TestSelectIntoFile(t, h) }},
+	{name: "SelectIntoFile", skip: reasonFilePriv, run: func(t *testing.T, h harness) { enginetest.TestSelectIntoFile(t, h) }},
 	{name: "Prepared", run: func(t *testing.T, h harness) { enginetest.TestPrepared(t, h) }},
 	{name: "PreparedInsert", memory: memoryWithPartitions, run: func(t *testing.T, h harness) { enginetest.TestPreparedInsert(t, h) }},
 	{name: "PreparedStatements", run: func(t *testing.T, h harness) { enginetest.TestPreparedStatements(t, h) }},

@@ -56,10 +56,44 @@ func (s *Session) Warn(w *sql.Warning) {
 			}
 		}
 	}
+	if w != nil && w.Code == mysql.ERTruncatedWrongValue {
+		if m := mysqlTruncatedText(w.Message); m != w.Message {
+			c := *w
+			c.Message = m
+			w = &c
+		}
+	}
 	s.BaseSession.Warn(w)
 }
 
+// mysqlTruncatedText is a warning 1292 in MySQL's words: go-mysql-server
+// formats some values with %s whatever their type ("Incorrect datetime
+// value: '%!s(float64=1000)'") and writes "Truncated incorrect double
+// value: 1x" where MySQL writes "Truncated incorrect DOUBLE value: '1x'".
+func mysqlTruncatedText(msg string) string {
+	msg = badVerbRe.ReplaceAllString(msg, "$1")
+	m := truncatedRe.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	typ := strings.ToUpper(m[1])
+	switch typ {
+	case "BIGINT", "INT", "SIGNED", "UNSIGNED":
+		typ = "INTEGER"
+	case "FLOAT":
+		typ = "DOUBLE"
+	}
+	v := m[2]
+	if len(v) < 2 || v[0] != '\'' || v[len(v)-1] != '\'' {
+		v = "'" + v + "'"
+	}
+	return "Truncated incorrect " + typ + " value: " + v
+}
+
 var (
+	// badVerbRe is what fmt writes for a %s of a value that is not a string
+	badVerbRe   = regexp.MustCompile(`%!s\([a-z0-9.]+=([^)]*)\)`)
+	truncatedRe = regexp.MustCompile(`^Truncated incorrect ([A-Za-z]+) value: (.*)$`)
 	dupPrefixRe = regexp.MustCompile(`^duplicate (?:primary|unique) key given: `)
 	notNullRe   = regexp.MustCompile(`^column name '(.+)' is non-nullable but attempted to set a value of null$`)
 	// databaseNoteRe is go-mysql-server's note of CREATE DATABASE IF NOT

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -90,11 +91,16 @@ func (f *FileAccess) resolve(name string, create bool) (string, error) {
 	path = filepath.Clean(path)
 	var real string
 	var err error
-	if create {
+	real, err = filepath.EvalSymlinks(path)
+	switch {
+	case create:
+		// a file to make: its directory decides
 		real, err = filepath.EvalSymlinks(filepath.Dir(path))
 		real = filepath.Join(real, filepath.Base(path))
-	} else {
-		real, err = filepath.EvalSymlinks(path)
+	case errors.Is(err, fs.ErrNotExist) && within(path, f.dir):
+		// a file to read that is not there: opening it fails with its
+		// own error, as MySQL's does
+		real, err = path, nil
 	}
 	if err != nil || !within(real, f.dir) || real == f.dir {
 		return "", errSecureFilePriv

@@ -54,19 +54,25 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			fe, ok := e.(sql.FunctionExpression)
+			be, ok := e.(boundedExpr)
 			if !ok {
 				return e, nil
 			}
-			return &boundedCall{FunctionExpression: fe, ctor: inner, args: args, length: length}, nil
+			return &boundedCall{boundedExpr: be, ctor: inner, args: args, length: length}, nil
 		}
 	}
 	wrapBuiltIns(function.BuiltIns, wraps)
 }
 
+// boundedExpr is what go-mysql-server's calls of boundedStringFuncs are.
+type boundedExpr interface {
+	sql.FunctionExpression
+	sql.CollationCoercible
+}
+
 // boundedCall is a call of one of boundedStringFuncs.
 type boundedCall struct {
-	sql.FunctionExpression
+	boundedExpr
 	ctor   sql.Function
 	args   []sql.Expression
 	length resultBytes
@@ -116,12 +122,15 @@ func (b *boundedCall) WithChildren(ctx *sql.Context, children ...sql.Expression)
 	if err != nil {
 		return nil, err
 	}
-	fe, ok := e.(sql.FunctionExpression)
+	be, ok := e.(boundedExpr)
 	if !ok {
 		return e, nil
 	}
-	return &boundedCall{FunctionExpression: fe, ctor: b.ctor, args: children, length: b.length}, nil
+	return &boundedCall{boundedExpr: be, ctor: b.ctor, args: children, length: b.length}, nil
 }
+
+// DebugString implements sql.DebugStringer (plans print the call's).
+func (b *boundedCall) DebugString(ctx *sql.Context) string { return sql.DebugString(ctx, b.boundedExpr) }
 
 // textOf is v as a string, as a string function reads it.
 func textOf(ctx *sql.Context, v any) string {
