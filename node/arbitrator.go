@@ -29,6 +29,9 @@ type ArbitratorConfig struct {
 	// ClusterName and ClusterSecret must match the cluster's.
 	ClusterName   string
 	ClusterSecret string
+	// PeerSecurity is how peer connections are protected besides the
+	// secret.
+	PeerSecurity
 	// Logger receives its log.
 	Logger *slog.Logger
 }
@@ -86,9 +89,7 @@ func (a *Arbitrator) start() error {
 		return err
 	}
 	self := replication.Member{ID: id, Name: cfg.Name, PeerAddr: cfg.PeerAddr, HTTPAddr: cfg.HTTPAddr, Arbitrator: true}
-	a.tr, err = replication.NewTCPTransport(replication.TransportConfig{
-		Self: id, Listen: cfg.PeerAddr, ClusterName: cfg.ClusterName, Secret: cfg.ClusterSecret, Logger: a.log,
-	})
+	a.tr, _, err = peerTransport(cfg.PeerSecurity, id, cfg.PeerAddr, cfg.ClusterName, cfg.ClusterSecret, a.log)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (a *Arbitrator) start() error {
 	a.tr.Attach(a.repl)
 	if fresh {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		reply, err := replication.Join(ctx, cfg.Join, cfg.ClusterName, cfg.ClusterSecret, self)
+		reply, err := a.tr.Join(ctx, cfg.Join, self)
 		cancel()
 		if err != nil {
 			return err
@@ -127,7 +128,7 @@ func (a *Arbitrator) start() error {
 			st := a.repl.Status()
 			doc := StatusDoc{Name: cfg.Name, ID: hexID(st.ID), ClusterName: st.ClusterName, ClusterUUID: st.ClusterUUID,
 				State: "Arbitrator", Primary: st.Primary, Leader: hexID(st.Leader), Term: st.Term, Applied: st.Applied,
-				Committed: st.Committed, PeerAddr: cfg.PeerAddr, Arbitrator: true, LogBytes: st.LogBytes, LogFirst: st.LogFirst,
+				Committed: st.Committed, PeerAddr: cfg.PeerAddr, PeerSecurity: a.tr.Security(), Arbitrator: true, LogBytes: st.LogBytes, LogFirst: st.LogFirst,
 				Members: memberDocs(st)}
 			w.Header().Set("Content-Type", "application/json")
 			enc := json.NewEncoder(w)

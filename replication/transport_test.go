@@ -187,7 +187,7 @@ func TestPeerPortBounded(t *testing.T) {
 		closedAtOnce("a hello announcing 1 GiB", c)
 		c.Close()
 	}
-	c, err := dial(t.Context(), tr.Addr(), "c", "", 2)
+	c, err := (&peerAuth{cluster: "c", self: 2}).dial(t.Context(), tr.Addr(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

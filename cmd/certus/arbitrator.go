@@ -39,6 +39,7 @@ when either data node is lost.
 	f.StringVar(&join, "join", "", "comma-separated peer addresses of the running cluster (required)")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "certus", "cluster name; must match the cluster's")
 	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "the cluster's shared secret")
+	peerSecurityFlags(f, &cfg.PeerSecurity)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	_ = cmd.MarkFlagRequired("data-dir")
 	_ = cmd.MarkFlagRequired("join")
