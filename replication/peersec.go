@@ -50,7 +50,7 @@ const (
 
 // errPlainRefused: a plain connection reached a listener that requires
 // TLS.
-var errPlainRefused = errors.New("plain connection refused: this node requires peer TLS")
+const errPlainRefused = "plain connection refused: this node requires peer TLS"
 
 // peerAuth is what one end proves and demands on its peer connections.
 type peerAuth struct {
@@ -254,7 +254,7 @@ func (a *peerAuth) serverHandshake(raw net.Conn, refuse func(uint64) bool) (net.
 		c = &prefixConn{Conn: raw, first: first[0], has: true}
 		useTLS = first[0] == tlsHandshakeRecord
 		if !useTLS && !a.tlsOptional {
-			return nil, hello{}, errPlainRefused
+			return nil, hello{}, a.refuse(c, errPlainRefused)
 		}
 	}
 	if useTLS {
