@@ -59,7 +59,7 @@ type Config struct {
 	// certificates, made in DataDir/tls (a self-signed CA and a
 	// certificate it signed, as MySQL's auto_generate_certs) when SSLCert is
 	// empty.
-	SSL                     bool
+	SSL                    bool
 	SSLCert, SSLKey, SSLCA string
 	// SecureFilePriv is secure_file_priv: the directory whose files
 	// LOAD_FILE, SELECT ... INTO OUTFILE and LOAD DATA INFILE of users with
