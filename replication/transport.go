@@ -438,7 +438,7 @@ func (t *TCPTransport) serve(raw net.Conn) {
 		if !admitted {
 			return
 		}
-		typ, payload, err := readPeerFrame(r)
+		typ, payload, err := readPeerFrame(r, member)
 		if err != nil {
 			if errors.Is(err, frame.ErrTooLarge) || errors.Is(err, ErrRecordAuth) {
 				t.refusals.warn(t.log, raw, err.Error())
@@ -518,14 +518,15 @@ func (t *TCPTransport) serve(raw net.Conn) {
 	}
 }
 
-// readPeerFrame reads the next frame from an authenticated peer: a raft
-// message may take frame.MaxSize, any other frame requestMax.
-func readPeerFrame(r *bufio.Reader) (byte, []byte, error) {
+// readPeerFrame reads the next frame from an authenticated peer: a
+// member's raft message may take frame.MaxSize, any other frame
+// requestMax.
+func readPeerFrame(r *bufio.Reader, member bool) (byte, []byte, error) {
 	hdr, err := r.Peek(5) // length and type
 	if err != nil {
 		return 0, nil, err
 	}
-	if hdr[4] == frameRaft {
+	if hdr[4] == frameRaft && member {
 		return frame.Read(r)
 	}
 	return frame.ReadMax(r, requestMax)
