@@ -328,6 +328,21 @@ func (a *peerAuth) checkProof(payload, tr []byte) bool {
 	return json.Unmarshal(payload, &p) == nil && hmac.Equal(unhex(p.Auth), derive(a.secret, labelDialer, tr))
 }
 
+// peerCertNames are the names the certificate of c's peer carries (its
+// common name and DNS names), which must include its member name; nil for
+// a plain connection.
+func peerCertNames(c net.Conn) []string {
+	tc, ok := c.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	certs := tc.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return []string{} // not nil: no name matches
+	}
+	return append([]string{certs[0].Subject.CommonName}, certs[0].DNSNames...)
+}
+
 // errDropped: the peer is cut off by fault injection; its connection is
 // closed without an answer.
 var errDropped = errors.New("peer cut off")

@@ -7,10 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/certusdb/certus/internal/frame"
 	"github.com/certusdb/certus/internal/pki"
@@ -356,4 +362,74 @@ func byteCount(n int) string {
 		return fmt.Sprintf("%dKiB", n>>10)
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// TestTransportRefusesReplay captures what a member with the secret sends
+// a transport (handshake, then a raft frame) and replays it: whole on a
+// new connection (the listener's fresh nonce voids the proof), and its
+// records after a handshake of its own (the connection's keys void them).
+// Both are refused and logged.
+func TestTransportRefusesReplay(t *testing.T) {
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	tr, err := NewTCPTransport(TransportConfig{Self: 1, Listen: "127.0.0.1:0", ClusterName: "c", Secret: "s",
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.SetMembers([]Member{{ID: 2, Name: "n2"}})
+	member := &peerAuth{cluster: "c", secret: "s", self: 2}
+	connect := func() (*recorder, net.Conn) {
+		raw, err := net.Dial("tcp", tr.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &recorder{Conn: raw}
+		c, err := member.clientHandshake(rec, tr.Addr(), 1, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec, c
+	}
+	rec, c := connect()
+	handshake := bytes.Clone(rec.out.Bytes())
+	rec.out.Reset()
+	from, to := uint64(2), uint64(1)
+	data, _ := proto.Marshal(&pb.Message{Type: pb.MsgHeartbeat.Enum(), From: &from, To: &to})
+	if err := frame.Write(c, frameRaft, data); err != nil {
+		t.Fatal(err)
+	}
+	records := bytes.Clone(rec.out.Bytes())
+	c.Close()
+
+	waitLogged := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			found := strings.Contains(logged.String(), what)
+			mu.Unlock()
+			if found {
+				return
+			}
+		}
+		t.Fatalf("%q not logged:\n%s", what, logged.String())
+	}
+	replay, err := net.Dial("tcp", tr.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replay.Close()
+	if _, err := replay.Write(append(handshake, records...)); err != nil {
+		t.Fatal(err)
+	}
+	waitLogged("cluster secret mismatch")
+
+	time.Sleep(1100 * time.Millisecond) // refusals are logged once a second
+	rec, c = connect()
+	defer c.Close()
+	if _, err := rec.Conn.Write(records); err != nil {
+		t.Fatal(err)
+	}
+	waitLogged(ErrRecordAuth.Error())
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,7 +137,9 @@ type TCPTransport struct {
 	blocked map[uint64]bool // fault injection: peers cut off
 	peers   map[uint64]*peer
 	addrs   map[uint64]string
-	members map[uint64]bool // whose requests and raft messages are taken
+	// members are the ids whose requests and raft messages are taken,
+	// with their names (which a peer's certificate must carry)
+	members map[uint64]string
 	closed  bool
 	inbound map[net.Conn]struct{}
 	wg      sync.WaitGroup
@@ -185,7 +188,7 @@ func NewTCPTransport(cfg TransportConfig) (*TCPTransport, error) {
 	t := &TCPTransport{
 		self: cfg.Self, log: cfg.Logger, ln: ln,
 		auth:  peerAuth{cluster: cfg.ClusterName, secret: cfg.Secret, self: cfg.Self, tls: cfg.TLS, tlsOptional: cfg.TLSOptional && cfg.TLS != nil},
-		peers: map[uint64]*peer{}, addrs: map[uint64]string{}, members: map[uint64]bool{}, inbound: map[net.Conn]struct{}{},
+		peers: map[uint64]*peer{}, addrs: map[uint64]string{}, members: map[uint64]string{}, inbound: map[net.Conn]struct{}{},
 		blocked: map[uint64]bool{},
 		links:   map[uint64]*readLink{}, linkDialing: map[uint64]bool{}, linkFailed: map[uint64]time.Time{},
 	}
@@ -251,7 +254,7 @@ func (t *TCPTransport) SetMembers(members []Member) {
 		if m.ID == t.self {
 			continue
 		}
-		t.members[m.ID] = true
+		t.members[m.ID] = m.Name
 		if m.PeerAddr == "" {
 			continue
 		}
@@ -295,11 +298,13 @@ func (t *TCPTransport) RemoveMember(id uint64) {
 
 // admits says whether frames from authenticated peer id are taken: false
 // when it is cut off (fault injection), and member is whether it is a
-// member.
-func (t *TCPTransport) admits(id uint64) (ok, member bool) {
+// member, whose name is among certNames when the peer came with a
+// certificate (certNames not nil).
+func (t *TCPTransport) admits(id uint64, certNames []string) (ok, member bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return !t.blocked[id], t.members[id]
+	name, member := t.members[id]
+	return !t.blocked[id], member && (certNames == nil || slices.Contains(certNames, name))
 }
 
 // Send implements Transport. It never blocks: a message that does not fit
@@ -432,9 +437,10 @@ func (t *TCPTransport) serve(raw net.Conn) {
 		}
 		return
 	}
+	certNames := peerCertNames(c)
 	r := bufio.NewReaderSize(c, 64<<10)
 	for {
-		admitted, member := t.admits(h.From)
+		admitted, member := t.admits(h.From, certNames)
 		if !admitted {
 			return
 		}
@@ -496,7 +502,7 @@ func (t *TCPTransport) serve(raw net.Conn) {
 				}
 			}
 		case frameJoin:
-			t.handleJoin(c, payload)
+			t.handleJoin(c, payload, certNames)
 			return
 		case frameLeave:
 			t.handleLeave(c, h.From)
@@ -532,12 +538,16 @@ func readPeerFrame(r *bufio.Reader, member bool) (byte, []byte, error) {
 	return frame.ReadMax(r, requestMax)
 }
 
-func (t *TCPTransport) handleJoin(c net.Conn, payload []byte) {
+// handleJoin answers a join request; certNames, when not nil, are the
+// names the joiner's certificate carries, one of which must be its name.
+func (t *TCPTransport) handleJoin(c net.Conn, payload []byte, certNames []string) {
 	var req JoinRequest
 	reply := JoinReply{}
 	n := t.node.Load()
 	if err := json.Unmarshal(payload, &req); err != nil {
 		reply.Error = "unreadable join request"
+	} else if certNames != nil && !slices.Contains(certNames, req.Member.Name) {
+		reply.Error = fmt.Sprintf("the joiner's certificate is not for the name %q", req.Member.Name)
 	} else if n == nil {
 		reply.Error, reply.Retry = "node is starting", true
 	} else {
