@@ -254,6 +254,9 @@ func (a *peerAuth) serverHandshake(raw net.Conn, refuse func(uint64) bool) (net.
 		c = &prefixConn{Conn: raw, first: first[0], has: true}
 		useTLS = first[0] == tlsHandshakeRecord
 		if !useTLS && !a.tlsOptional {
+			// the hello is read first, so that the answer is not lost to
+			// a reset for unread data
+			_, _, _ = frame.ReadMax(c, helloMax)
 			return nil, hello{}, a.refuse(c, errPlainRefused)
 		}
 	}
