@@ -169,12 +169,12 @@ their SQL ports offer TLS, with certificates from a CA made in <data-dir>/tls.`,
 				}
 			}
 			fmt.Printf("\nCertus demo cluster is up: %d nodes, data in %s\n\n", nodes, dataDir)
-			sslArgs := ""
-			if withTLS {
-				sslArgs = " --ssl-ca " + filepath.Join(caDir, "ca.pem")
-			}
-			for _, p := range procs {
+			for i, p := range procs {
 				h, port, _ := net.SplitHostPort(p.sql)
+				sslArgs := ""
+				if withTLS && i < len(nodeProcs) {
+					sslArgs = " --ssl-ca " + filepath.Join(caDir, "ca.pem")
+				}
 				fmt.Printf("  %-5s  mysql -h %s -P %s -u root%s      (http://%s/status)\n", p.name, h, port, sslArgs, p.http)
 			}
 			if withTLS {
