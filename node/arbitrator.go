@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/certusdb/certus/internal/pki"
 	"github.com/certusdb/certus/replication"
 	"github.com/certusdb/certus/storage"
 )
@@ -40,12 +41,22 @@ type ArbitratorConfig struct {
 // garbd: two data nodes and an arbitrator keep a primary component when
 // either data node is lost.
 type Arbitrator struct {
-	cfg  ArbitratorConfig
-	log  *slog.Logger
-	eng  *storage.Engine
-	tr   *replication.TCPTransport
-	repl *replication.Node
-	http *http.Server
+	cfg ArbitratorConfig
+	log *slog.Logger
+	eng *storage.Engine
+	tr  *replication.TCPTransport
+	// peerTLS is the peer connections' TLS material (nil: none)
+	peerTLS *pki.Peer
+	repl    *replication.Node
+	http    *http.Server
+}
+
+// ReloadTLS reads the peer certificate, key and CA again (SIGHUP).
+func (a *Arbitrator) ReloadTLS() error {
+	if a.peerTLS == nil {
+		return nil
+	}
+	return a.peerTLS.Reload()
 }
 
 // StartArbitrator joins the cluster as an arbitrator.
@@ -89,7 +100,7 @@ func (a *Arbitrator) start() error {
 		return err
 	}
 	self := replication.Member{ID: id, Name: cfg.Name, PeerAddr: cfg.PeerAddr, HTTPAddr: cfg.HTTPAddr, Arbitrator: true}
-	a.tr, _, err = peerTransport(cfg.PeerSecurity, id, cfg.PeerAddr, cfg.ClusterName, cfg.ClusterSecret, a.log)
+	a.tr, a.peerTLS, err = peerTransport(cfg.PeerSecurity, id, cfg.PeerAddr, cfg.ClusterName, cfg.ClusterSecret, a.log)
 	if err != nil {
 		return err
 	}

@@ -196,15 +196,14 @@ func clientTLS(cfg Config) (*pki.Server, error) {
 // ReloadTLS reads the SQL port's certificate, key and CA again (SIGHUP, as
 // ALTER INSTANCE RELOAD TLS does), and the peer connections' (SIGHUP).
 func (n *Node) ReloadTLS() error {
+	var errs []error
 	if n.clientTLS != nil {
-		if err := n.clientTLS.Reload(); err != nil {
-			return err
-		}
+		errs = append(errs, n.clientTLS.Reload())
 	}
 	if n.peerTLS != nil {
-		return n.peerTLS.Reload()
+		errs = append(errs, n.peerTLS.Reload())
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // secureFiles is the file access of secure_file_priv dir (see

@@ -244,21 +244,20 @@ func unhex(s string) []byte {
 func (a *peerAuth) serverHandshake(raw net.Conn, refuse func(uint64) bool) (net.Conn, hello, error) {
 	_ = raw.SetDeadline(time.Now().Add(helloTimeout))
 	defer func() { _ = raw.SetDeadline(time.Time{}) }()
-	var c net.Conn = raw
-	useTLS := false
-	if a.tls != nil {
-		var first [1]byte
-		if _, err := io.ReadFull(raw, first[:]); err != nil {
-			return nil, hello{}, fmt.Errorf("bad handshake: %w", err)
-		}
-		c = &prefixConn{Conn: raw, first: first[0], has: true}
-		useTLS = first[0] == tlsHandshakeRecord
-		if !useTLS && !a.tlsOptional {
-			// the hello is read first, so that the answer is not lost to
-			// a reset for unread data
-			_, _, _ = frame.ReadMax(c, helloMax)
-			return nil, hello{}, a.refuse(c, errPlainRefused)
-		}
+	var first [1]byte
+	if _, err := io.ReadFull(raw, first[:]); err != nil {
+		return nil, hello{}, fmt.Errorf("bad handshake: %w", err)
+	}
+	var c net.Conn = &prefixConn{Conn: raw, first: first[0], has: true}
+	useTLS := first[0] == tlsHandshakeRecord
+	switch {
+	case useTLS && a.tls == nil:
+		return nil, hello{}, errors.New("a TLS connection, and this node has no peer certificates")
+	case !useTLS && a.tls != nil && !a.tlsOptional:
+		// the hello is read first, so that the answer is not lost to a
+		// reset for unread data
+		_, _, _ = frame.ReadMax(c, helloMax)
+		return nil, hello{}, a.refuse(c, errPlainRefused)
 	}
 	if useTLS {
 		tc := tls.Server(c, a.tls.Server())

@@ -29,7 +29,7 @@ Its peer certificate (certus cert issue --name garb) must carry its --name.`,
 			if err != nil {
 				return err
 			}
-			waitForShutdown(cfg.Logger, nil, nil)
+			waitForShutdown(cfg.Logger, nil, a.ReloadTLS)
 			a.Stop()
 			return nil
 		},
