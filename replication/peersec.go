@@ -174,8 +174,7 @@ func (a *peerAuth) clientHandshake(raw net.Conn, addr string, want uint64, useTL
 	if err != nil {
 		return nil, fmt.Errorf("handshake with %s: %w", addr, tlsError(addr, err))
 	}
-	var keys *connKeys
-	var tr []byte
+	var tr []byte // the transcript, when the listener asked for the secret
 	if typ == frameChallenge {
 		var ch challenge
 		switch {
@@ -213,8 +212,7 @@ func (a *peerAuth) clientHandshake(raw net.Conn, addr string, want uint64, useTL
 		return nil, peerRejected(addr, errors.New("the peer does not know the cluster secret"))
 	}
 	if tr != nil && !useTLS {
-		keys = &connKeys{send: derive(a.secret, labelKeyDL, tr), recv: derive(a.secret, labelKeyLD, tr)}
-		return newMACConn(c, keys), nil
+		return newMACConn(c, &connKeys{send: derive(a.secret, labelKeyDL, tr), recv: derive(a.secret, labelKeyLD, tr)}), nil
 	}
 	return c, nil
 }
@@ -272,6 +270,9 @@ func (a *peerAuth) serverHandshake(raw net.Conn, refuse func(uint64) bool) (net.
 	}
 	if err != nil {
 		return nil, hello{}, fmt.Errorf("bad handshake: %w", err)
+	}
+	if !useTLS {
+		c = raw // the first byte went with the hello: raw can move (readDirectly)
 	}
 	h, reason := a.checkHello(payload)
 	if refuse(h.From) {

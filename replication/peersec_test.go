@@ -95,9 +95,14 @@ func TestPeerHandshake(t *testing.T) {
 			}
 			defer dc.Close()
 			defer lc.Close()
-			_, mac := dc.(*macConn)
-			if mac != (tc.dialer.secret != "") {
-				t.Fatalf("dialer's connection %T", dc)
+			for _, c := range []net.Conn{dc, lc} {
+				// open: the socket itself, so that the leader's side of a
+				// read link can be moved to a blocking thread
+				_, mac := c.(*macConn)
+				_, tcp := c.(*net.TCPConn)
+				if mac != (tc.dialer.secret != "") || tcp != (tc.dialer.secret == "") {
+					t.Fatalf("connection %T", c)
+				}
 			}
 			exchange(t, dc, lc)
 		})
