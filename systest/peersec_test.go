@@ -30,7 +30,6 @@ const (
 	peerHello         = 1
 	peerHelloReply    = 2
 	peerRaft          = 3
-	peerJoin          = 4
 	peerStateTransfer = 6
 	peerLeave         = 7
 )
