@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/certusdb/certus/internal/pki"
 	"github.com/certusdb/certus/replication"
 	"github.com/certusdb/certus/storage"
 )
@@ -29,6 +30,9 @@ type ArbitratorConfig struct {
 	// ClusterName and ClusterSecret must match the cluster's.
 	ClusterName   string
 	ClusterSecret string
+	// PeerSecurity is how peer connections are protected besides the
+	// secret.
+	PeerSecurity
 	// Logger receives its log.
 	Logger *slog.Logger
 }
@@ -37,12 +41,22 @@ type ArbitratorConfig struct {
 // garbd: two data nodes and an arbitrator keep a primary component when
 // either data node is lost.
 type Arbitrator struct {
-	cfg  ArbitratorConfig
-	log  *slog.Logger
-	eng  *storage.Engine
-	tr   *replication.TCPTransport
-	repl *replication.Node
-	http *http.Server
+	cfg ArbitratorConfig
+	log *slog.Logger
+	eng *storage.Engine
+	tr  *replication.TCPTransport
+	// peerTLS is the peer connections' TLS material (nil: none)
+	peerTLS *pki.Peer
+	repl    *replication.Node
+	http    *http.Server
+}
+
+// ReloadTLS reads the peer certificate, key and CA again (SIGHUP).
+func (a *Arbitrator) ReloadTLS() error {
+	if a.peerTLS == nil {
+		return nil
+	}
+	return a.peerTLS.Reload()
 }
 
 // StartArbitrator joins the cluster as an arbitrator.
@@ -86,9 +100,7 @@ func (a *Arbitrator) start() error {
 		return err
 	}
 	self := replication.Member{ID: id, Name: cfg.Name, PeerAddr: cfg.PeerAddr, HTTPAddr: cfg.HTTPAddr, Arbitrator: true}
-	a.tr, err = replication.NewTCPTransport(replication.TransportConfig{
-		Self: id, Listen: cfg.PeerAddr, ClusterName: cfg.ClusterName, Secret: cfg.ClusterSecret, Logger: a.log,
-	})
+	a.tr, a.peerTLS, err = peerTransport(cfg.PeerSecurity, id, cfg.PeerAddr, cfg.ClusterName, cfg.ClusterSecret, a.log)
 	if err != nil {
 		return err
 	}
@@ -101,7 +113,7 @@ func (a *Arbitrator) start() error {
 	a.tr.Attach(a.repl)
 	if fresh {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		reply, err := replication.Join(ctx, cfg.Join, cfg.ClusterName, cfg.ClusterSecret, self)
+		reply, err := a.tr.Join(ctx, cfg.Join, self)
 		cancel()
 		if err != nil {
 			return err
@@ -127,7 +139,7 @@ func (a *Arbitrator) start() error {
 			st := a.repl.Status()
 			doc := StatusDoc{Name: cfg.Name, ID: hexID(st.ID), ClusterName: st.ClusterName, ClusterUUID: st.ClusterUUID,
 				State: "Arbitrator", Primary: st.Primary, Leader: hexID(st.Leader), Term: st.Term, Applied: st.Applied,
-				Committed: st.Committed, PeerAddr: cfg.PeerAddr, Arbitrator: true, LogBytes: st.LogBytes, LogFirst: st.LogFirst,
+				Committed: st.Committed, PeerAddr: cfg.PeerAddr, PeerSecurity: a.tr.Security(), Arbitrator: true, LogBytes: st.LogBytes, LogFirst: st.LogFirst,
 				Members: memberDocs(st)}
 			w.Header().Set("Content-Type", "application/json")
 			enc := json.NewEncoder(w)

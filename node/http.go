@@ -90,22 +90,25 @@ func (s *httpServer) close() {
 
 // StatusDoc is the JSON document of /status.
 type StatusDoc struct {
-	Name        string                 `json:"name"`
-	ID          string                 `json:"id"`
-	ClusterName string                 `json:"cluster_name"`
-	ClusterUUID string                 `json:"cluster_uuid"`
-	State       string                 `json:"state"`
-	Primary     bool                   `json:"primary"`
-	Synced      bool                   `json:"synced"`
-	Leader      string                 `json:"leader"`
-	Term        uint64                 `json:"term"`
-	Applied     uint64                 `json:"applied"`
-	Committed   uint64                 `json:"committed"`
-	SQLAddr     string                 `json:"sql_addr"`
-	PeerAddr    string                 `json:"peer_addr"`
-	Arbitrator  bool                   `json:"arbitrator,omitempty"`
-	Members     []MemberDoc            `json:"members"`
-	Wsrep       map[string]interface{} `json:"wsrep"`
+	Name        string `json:"name"`
+	ID          string `json:"id"`
+	ClusterName string `json:"cluster_name"`
+	ClusterUUID string `json:"cluster_uuid"`
+	State       string `json:"state"`
+	Primary     bool   `json:"primary"`
+	Synced      bool   `json:"synced"`
+	Leader      string `json:"leader"`
+	Term        uint64 `json:"term"`
+	Applied     uint64 `json:"applied"`
+	Committed   uint64 `json:"committed"`
+	SQLAddr     string `json:"sql_addr"`
+	PeerAddr    string `json:"peer_addr"`
+	// PeerSecurity is how peer connections are protected: "open",
+	// "secret" or "tls".
+	PeerSecurity replication.PeerSecurity `json:"peer_security"`
+	Arbitrator   bool                     `json:"arbitrator,omitempty"`
+	Members      []MemberDoc              `json:"members"`
+	Wsrep        map[string]interface{}   `json:"wsrep"`
 	// SST is the state transfer this node receives (or received last);
 	// Donor the one it serves.
 	SST   statetransfer.ProgressInfo `json:"sst"`
@@ -145,7 +148,7 @@ func (n *Node) StatusDoc() StatusDoc {
 	doc := StatusDoc{
 		Name: n.cfg.Name, ID: hexID(st.ID), ClusterName: st.ClusterName, ClusterUUID: st.ClusterUUID,
 		State: comment, Primary: st.Primary, Synced: n.Healthy(), Leader: hexID(st.Leader), Term: st.Term,
-		Applied: st.Applied, Committed: st.Committed, SQLAddr: n.cfg.SQLAddr, PeerAddr: n.cfg.PeerAddr,
+		Applied: st.Applied, Committed: st.Committed, SQLAddr: n.cfg.SQLAddr, PeerAddr: n.cfg.PeerAddr, PeerSecurity: n.tr.Security(),
 		Wsrep: n.WsrepStatus(), SST: n.joiner.Progress(), Donor: n.donor.Progress(),
 		LogBytes: st.LogBytes, LogFirst: st.LogFirst, Members: memberDocs(st),
 	}

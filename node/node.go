@@ -45,6 +45,9 @@ type Config struct {
 	ClusterName string
 	// ClusterSecret, when set, must match on every member.
 	ClusterSecret string
+	// PeerSecurity is how peer connections are protected besides the
+	// secret.
+	PeerSecurity
 	// RootPassword is the built-in root account's password.
 	RootPassword string
 	// RootHost is the host part of the built-in root account: "localhost"
@@ -56,7 +59,7 @@ type Config struct {
 	// certificates, made in DataDir/tls (a self-signed CA and a
 	// certificate it signed, as MySQL's auto_generate_certs) when SSLCert is
 	// empty.
-	SSL                     bool
+	SSL                    bool
 	SSLCert, SSLKey, SSLCA string
 	// SecureFilePriv is secure_file_priv: the directory whose files
 	// LOAD_FILE, SELECT ... INTO OUTFILE and LOAD DATA INFILE of users with
@@ -124,8 +127,10 @@ type Node struct {
 	SQL  *sqlengine.Server
 	http *httpServer
 	tr   *replication.TCPTransport
-	// clientTLS is the SQL port's TLS material (nil: none)
+	// clientTLS is the SQL port's TLS material, peerTLS the peer
+	// connections' (nil: none)
 	clientTLS *pki.Server
+	peerTLS   *pki.Peer
 
 	donor  *statetransfer.Donor
 	joiner *statetransfer.Joiner
@@ -189,12 +194,16 @@ func clientTLS(cfg Config) (*pki.Server, error) {
 }
 
 // ReloadTLS reads the SQL port's certificate, key and CA again (SIGHUP, as
-// ALTER INSTANCE RELOAD TLS does).
+// ALTER INSTANCE RELOAD TLS does), and the peer connections' (SIGHUP).
 func (n *Node) ReloadTLS() error {
-	if n.clientTLS == nil {
-		return nil
+	var errs []error
+	if n.clientTLS != nil {
+		errs = append(errs, n.clientTLS.Reload())
 	}
-	return n.clientTLS.Reload()
+	if n.peerTLS != nil {
+		errs = append(errs, n.peerTLS.Reload())
+	}
+	return errors.Join(errs...)
 }
 
 // secureFiles is the file access of secure_file_priv dir (see
@@ -258,9 +267,7 @@ func (n *Node) start() error {
 		return fmt.Errorf("--provider-options: %w", err)
 	}
 	self := replication.Member{ID: id, Name: cfg.Name, PeerAddr: cfg.PeerAddr, SQLAddr: cfg.SQLAddr, HTTPAddr: cfg.HTTPAddr}
-	n.tr, err = replication.NewTCPTransport(replication.TransportConfig{
-		Self: id, Listen: cfg.PeerAddr, ClusterName: cfg.ClusterName, Secret: cfg.ClusterSecret, Logger: n.log,
-	})
+	n.tr, n.peerTLS, err = peerTransport(cfg.PeerSecurity, id, cfg.PeerAddr, cfg.ClusterName, cfg.ClusterSecret, n.log)
 	if err != nil {
 		return err
 	}
@@ -301,7 +308,7 @@ func (n *Node) start() error {
 	if fresh && len(cfg.Join) > 0 {
 		n.log.Info("joining cluster", "via", cfg.Join)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		reply, err := replication.Join(ctx, cfg.Join, cfg.ClusterName, cfg.ClusterSecret, self)
+		reply, err := n.tr.Join(ctx, cfg.Join, self)
 		cancel()
 		if err != nil {
 			return err

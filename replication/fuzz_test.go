@@ -3,6 +3,7 @@ package replication
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"hash/crc32"
 	"slices"
@@ -20,39 +21,42 @@ import (
 
 // FuzzHandshake decodes data as each JSON message of the handshake, join
 // and leave exchanges. Properties: the listener lets a hello in only when
-// its cluster and HMAC match (and lets the same hello in again once a
-// dialer with the secret signs it), and every message that decodes is a
-// fixed point of encoding after one round (a second decode and encode
-// gives the same bytes).
+// its cluster matches, takes data as a proof only when it carries the
+// dialer's HMAC of the transcript (and takes the right proof), and every
+// message that decodes is a fixed point of encoding after one round (a
+// second decode and encode gives the same bytes).
 func FuzzHandshake(f *testing.F) {
 	const cluster, secret = "certus", "s3cret"
-	h := hello{Cluster: cluster, From: 0x1234, Nonce: "1732870000000000000"}
-	h.Auth = authTag(secret, h.Cluster, h.From, h.Nonce)
-	for _, m := range []any{h, hello{Cluster: cluster, From: 7, Nonce: "1"},
-		helloReply{OK: true, NodeID: 9}, helloReply{Error: "cluster secret mismatch"},
+	a := &peerAuth{cluster: cluster, secret: secret, self: 1}
+	tr := transcript(cluster, 0x1234, 1, "lnonce", "dnonce")
+	right, _ := json.Marshal(proof{Auth: hex.EncodeToString(derive(secret, labelDialer, tr))})
+	for _, m := range []any{hello{Cluster: cluster, From: 0x1234, Nonce: "dnonce"}, hello{Cluster: "other", From: 7, Nonce: "1"},
+		challenge{NodeID: 1, Nonce: "lnonce"}, proof{Auth: "00"}, json.RawMessage(right),
+		helloReply{OK: true, NodeID: 9, Auth: "ab"}, helloReply{Error: "cluster secret mismatch"},
 		JoinRequest{Member: Member{ID: 3, Name: "n3", PeerAddr: "127.0.0.1:4567", SQLAddr: "127.0.0.1:3306"}},
 		JoinReply{OK: true, ClusterUUID: "6c0e", Members: []Member{{ID: 1, Name: "n1", PeerAddr: "10.0.0.1:4567", Arbitrator: true}}},
 		JoinReply{Error: "node is starting", Retry: true}, leaveReply{OK: true}} {
 		data, _ := json.Marshal(m)
 		f.Add(data)
 	}
-	t := &TCPTransport{self: 1, cluster: cluster, secret: secret}
+	if !a.checkProof(right, tr) {
+		f.Fatal("the right proof is refused")
+	}
 	f.Fuzz(func(tt *testing.T, data []byte) {
-		h, reply := t.checkHello(data)
-		if reply.OK != (h.Cluster == cluster && h.Auth == authTag(secret, h.Cluster, h.From, h.Nonce)) {
-			tt.Fatalf("hello %+v answered %+v", h, reply)
+		h, reason := a.checkHello(data)
+		if (reason == "") != (json.Unmarshal(data, new(hello)) == nil && h.Cluster == cluster) {
+			tt.Fatalf("hello %+v: refusal %q", h, reason)
 		}
-		if reply.OK && reply.NodeID != t.self {
-			tt.Fatalf("reply %+v names another node", reply)
-		}
-		if h.Cluster == cluster {
-			h.Auth = authTag(secret, h.Cluster, h.From, h.Nonce)
-			signed, _ := json.Marshal(h)
-			if _, reply := t.checkHello(signed); !reply.OK {
-				tt.Fatalf("signed hello %s refused: %s", signed, reply.Error)
+		if a.checkProof(data, tr) && !bytes.Equal(data, right) {
+			var p proof
+			_ = json.Unmarshal(data, &p)
+			if !bytes.Equal(unhex(p.Auth), derive(secret, labelDialer, tr)) {
+				tt.Fatalf("proof %q taken", data)
 			}
 		}
 		jsonFixedPoint[hello](tt, data)
+		jsonFixedPoint[challenge](tt, data)
+		jsonFixedPoint[proof](tt, data)
 		jsonFixedPoint[helloReply](tt, data)
 		jsonFixedPoint[JoinRequest](tt, data)
 		jsonFixedPoint[JoinReply](tt, data)

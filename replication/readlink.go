@@ -92,7 +92,7 @@ func (t *TCPTransport) dialLinkLocked(id uint64) {
 // runLink dials a read link and reads its answers until it breaks.
 func (t *TCPTransport) runLink(id uint64, addr string) {
 	defer t.wg.Done()
-	c, err := dial(t.ctx, addr, t.cluster, t.secret, t.self)
+	c, err := t.auth.dial(t.ctx, addr, id)
 	t.mu.Lock()
 	delete(t.linkDialing, id)
 	if err == nil && (t.closed || t.blocked[id] || t.addrs[id] != addr) {

@@ -3,15 +3,13 @@ package replication
 import (
 	"bufio"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,12 +18,15 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/certusdb/certus/internal/frame"
+	"github.com/certusdb/certus/internal/pki"
 )
 
-// Peer wire protocol. Every connection starts with a hello frame from the
-// dialer and a reply from the listener; after that the dialer streams
-// frames (package frame). A frame with a bad checksum or an unknown type
-// closes the connection and is logged; nothing in it is applied.
+// Peer wire protocol. Every connection starts with a handshake (TLS when
+// configured, then a hello frame from the dialer, with a cluster secret a
+// challenge and proofs, and a reply from the listener: peersec.go); after
+// that the dialer streams frames (package frame). A frame with a bad
+// checksum or an unknown type closes the connection and is logged; nothing
+// in it is applied.
 const (
 	frameHello     byte = 1 // JSON hello
 	frameHelloOK   byte = 2 // JSON reply
@@ -59,20 +60,23 @@ type leaveReply struct {
 }
 
 // ErrPeerRejected is returned when a peer refuses the handshake (another
-// cluster name or a wrong secret).
+// cluster name, a wrong secret or certificate) or fails this node's.
 var ErrPeerRejected = errors.New("replication: peer rejected the connection")
 
+// hello opens a connection: the dialer's cluster, id and nonce.
 type hello struct {
 	Cluster string `json:"cluster"`
 	From    uint64 `json:"from"`
 	Nonce   string `json:"nonce"`
-	Auth    string `json:"auth,omitempty"`
 }
 
+// helloReply ends the handshake; with a cluster secret, Auth is the
+// listener's proof.
 type helloReply struct {
 	OK     bool   `json:"ok"`
 	Error  string `json:"error,omitempty"`
 	NodeID uint64 `json:"node_id"`
+	Auth   string `json:"auth,omitempty"`
 }
 
 // JoinRequest asks a member to add the sender to the cluster.
@@ -89,15 +93,6 @@ type JoinReply struct {
 	ClusterUUID string   `json:"cluster_uuid,omitempty"`
 }
 
-func authTag(secret, cluster string, from uint64, nonce string) string {
-	if secret == "" {
-		return ""
-	}
-	m := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(m, "%s|%d|%s", cluster, from, nonce)
-	return hex.EncodeToString(m.Sum(nil))
-}
-
 // refusalLog rate-limits the warnings about refused peer connections, so
 // that a flood of them does not flood the log: at most one line a second,
 // which counts the refusals left out since the line before.
@@ -108,6 +103,11 @@ type refusalLog struct {
 }
 
 func (l *refusalLog) warn(log *slog.Logger, c net.Conn, reason string) {
+	l.log(log, "refused peer connection", "remote", c.RemoteAddr().String(), "reason", reason)
+}
+
+// log logs msg with args unless a line went out less than a second ago.
+func (l *refusalLog) log(log *slog.Logger, msg string, args ...any) {
 	l.mu.Lock()
 	now := time.Now()
 	if now.Before(l.next) {
@@ -118,18 +118,18 @@ func (l *refusalLog) warn(log *slog.Logger, c net.Conn, reason string) {
 	unlogged := l.unlogged
 	l.next, l.unlogged = now.Add(time.Second), 0
 	l.mu.Unlock()
-	log.Warn("refused peer connection", "remote", c.RemoteAddr().String(), "reason", reason, "refused_unlogged", unlogged)
+	log.Warn(msg, append(args, "refused_unlogged", unlogged)...)
 }
 
 // TCPTransport carries raft messages between members over TCP.
 type TCPTransport struct {
-	self    uint64
-	cluster string
-	secret  string
-	log     *slog.Logger
-	ln      net.Listener
-	// refusals logs the inbound connections refused at the hello
-	refusals refusalLog
+	self uint64
+	auth peerAuth
+	log  *slog.Logger
+	ln   net.Listener
+	// refusals logs the inbound connections refused at the handshake,
+	// dropped logs the frames of authenticated peers refused after it
+	refusals, dropped refusalLog
 
 	node atomic.Pointer[Node]
 
@@ -137,6 +137,9 @@ type TCPTransport struct {
 	blocked map[uint64]bool // fault injection: peers cut off
 	peers   map[uint64]*peer
 	addrs   map[uint64]string
+	// members are the ids whose requests and raft messages are taken,
+	// with their names (which a peer's certificate must carry)
+	members map[uint64]string
 	closed  bool
 	inbound map[net.Conn]struct{}
 	wg      sync.WaitGroup
@@ -165,6 +168,11 @@ type TransportConfig struct {
 	// ClusterName and Secret must match on both ends of a connection.
 	ClusterName string
 	Secret      string
+	// TLS, when set, carries peer connections over mutual TLS.
+	TLS *pki.Peer
+	// TLSOptional also takes plain connections, and dials plain when a
+	// TLS dial fails: for rolling a cluster to TLS one node at a time.
+	TLSOptional bool
 	Logger      *slog.Logger
 }
 
@@ -178,8 +186,9 @@ func NewTCPTransport(cfg TransportConfig) (*TCPTransport, error) {
 		cfg.Logger = slog.Default()
 	}
 	t := &TCPTransport{
-		self: cfg.Self, cluster: cfg.ClusterName, secret: cfg.Secret, log: cfg.Logger, ln: ln,
-		peers: map[uint64]*peer{}, addrs: map[uint64]string{}, inbound: map[net.Conn]struct{}{},
+		self: cfg.Self, log: cfg.Logger, ln: ln,
+		auth:  peerAuth{cluster: cfg.ClusterName, secret: cfg.Secret, self: cfg.Self, tls: cfg.TLS, tlsOptional: cfg.TLSOptional && cfg.TLS != nil},
+		peers: map[uint64]*peer{}, addrs: map[uint64]string{}, members: map[uint64]string{}, inbound: map[net.Conn]struct{}{},
 		blocked: map[uint64]bool{},
 		links:   map[uint64]*readLink{}, linkDialing: map[uint64]bool{}, linkFailed: map[uint64]time.Time{},
 	}
@@ -188,6 +197,9 @@ func NewTCPTransport(cfg TransportConfig) (*TCPTransport, error) {
 	go t.accept()
 	return t, nil
 }
+
+// Security is how this transport's connections are protected.
+func (t *TCPTransport) Security() PeerSecurity { return t.auth.security() }
 
 // Attach sets the node that receives messages; until then inbound raft
 // messages are dropped.
@@ -200,7 +212,7 @@ func (t *TCPTransport) HandleStateTransfer(h TransferHandler) { t.transfer.Store
 // DialStateTransfer connects to the member at addr and sends it a state
 // transfer request; the returned stream is the donor's answer.
 func (t *TCPTransport) DialStateTransfer(ctx context.Context, addr string, req []byte) (io.ReadCloser, error) {
-	c, err := dial(ctx, addr, t.cluster, t.secret, t.self)
+	c, err := t.auth.dial(ctx, addr, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +251,11 @@ func (t *TCPTransport) SetMembers(members []Member) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, m := range members {
-		if m.ID == t.self || m.PeerAddr == "" {
+		if m.ID == t.self {
+			continue
+		}
+		t.members[m.ID] = m.Name
+		if m.PeerAddr == "" {
 			continue
 		}
 		if old, ok := t.addrs[m.ID]; ok && old != m.PeerAddr {
@@ -277,6 +293,18 @@ func (t *TCPTransport) RemoveMember(id uint64) {
 	defer t.mu.Unlock()
 	t.dropLocked(id)
 	delete(t.addrs, id)
+	delete(t.members, id)
+}
+
+// admits says whether frames from authenticated peer id are taken: false
+// when it is cut off (fault injection), and member is whether it is a
+// member, whose name is among certNames when the peer came with a
+// certificate (certNames not nil).
+func (t *TCPTransport) admits(id uint64, certNames []string) (ok, member bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	name, member := t.members[id]
+	return !t.blocked[id], member && (certNames == nil || slices.Contains(certNames, name))
 }
 
 // Send implements Transport. It never blocks: a message that does not fit
@@ -395,47 +423,42 @@ func (t *TCPTransport) accept() {
 
 // serve handles one inbound connection, listed in t.inbound, and takes it
 // off the list when it ends.
-func (t *TCPTransport) serve(c net.Conn) {
+func (t *TCPTransport) serve(raw net.Conn) {
 	defer func() {
-		c.Close()
+		raw.Close()
 		t.mu.Lock()
-		delete(t.inbound, c)
+		delete(t.inbound, raw)
 		t.mu.Unlock()
 	}()
-	// the hello is read from c itself, without read-ahead: no buffer is
-	// given to a peer before it is authenticated
-	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
-	typ, payload, err := frame.ReadMax(c, helloMax)
-	if err == nil && typ != frameHello {
-		err = fmt.Errorf("frame type %d instead of a hello", typ)
-	}
+	c, h, err := t.auth.serverHandshake(raw, t.isBlocked)
 	if err != nil {
-		t.refusals.warn(t.log, c, "bad handshake: "+err.Error())
-		return
-	}
-	h, reply := t.checkHello(payload)
-	if t.isBlocked(h.From) {
-		return
-	}
-	data, _ := json.Marshal(reply)
-	if err := frame.Write(c, frameHelloOK, data); err != nil || !reply.OK {
-		if !reply.OK {
-			t.refusals.warn(t.log, c, reply.Error)
+		if err != errDropped {
+			t.refusals.warn(t.log, raw, err.Error())
 		}
 		return
 	}
+	certNames := peerCertNames(c)
 	r := bufio.NewReaderSize(c, 64<<10)
-	_ = c.SetReadDeadline(time.Time{})
 	for {
-		if t.isBlocked(h.From) {
+		admitted, member := t.admits(h.From, certNames)
+		if !admitted {
 			return
 		}
-		typ, payload, err := readPeerFrame(r)
+		typ, payload, err := readPeerFrame(r, member)
 		if err != nil {
-			if errors.Is(err, frame.ErrTooLarge) {
-				t.refusals.warn(t.log, c, err.Error())
+			if errors.Is(err, frame.ErrTooLarge) || errors.Is(err, ErrRecordAuth) {
+				t.refusals.warn(t.log, raw, err.Error())
 			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				t.log.Debug("peer connection closed", "remote", c.RemoteAddr().String(), "err", err)
+				t.log.Debug("peer connection closed", "remote", raw.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+		// a join is anyone's who passed the handshake; everything else
+		// only a member's
+		if !member && typ != frameJoin {
+			t.dropped.log(t.log, "refused a request from a peer that is not a member", "remote", raw.RemoteAddr().String(), "peer", fmt.Sprintf("%016x", h.From), "type", typ)
+			if typ == frameRaft || typ == frameFlow {
+				continue // it may be added soon: raft sends again
 			}
 			return
 		}
@@ -443,8 +466,13 @@ func (t *TCPTransport) serve(c net.Conn) {
 		case frameRaft:
 			m := &pb.Message{}
 			if err := proto.Unmarshal(payload, m); err != nil {
-				t.log.Warn("dropping corrupt raft message from peer", "remote", c.RemoteAddr().String(), "err", err)
+				t.log.Warn("dropping corrupt raft message from peer", "remote", raw.RemoteAddr().String(), "err", err)
 				return
+			}
+			if m.GetFrom() != h.From {
+				t.dropped.log(t.log, "dropped a raft message whose sender is not the connection's peer", "remote", raw.RemoteAddr().String(),
+					"peer", fmt.Sprintf("%016x", h.From), "from", fmt.Sprintf("%016x", m.GetFrom()))
+				continue
 			}
 			if m.GetTo() != t.self {
 				continue
@@ -455,11 +483,13 @@ func (t *TCPTransport) serve(c net.Conn) {
 			}
 		case frameReadIndex:
 			if len(payload) != 8 {
-				t.log.Warn("closing peer connection: malformed read index request", "remote", c.RemoteAddr().String(), "len", len(payload))
+				t.log.Warn("closing peer connection: malformed read index request", "remote", raw.RemoteAddr().String(), "len", len(payload))
 				return
 			}
-			if d := t.readDirectly(c, r); d != nil {
-				c = d
+			if c == raw { // a TLS or MAC layer must see every byte
+				if d := t.readDirectly(c, r); d != nil {
+					c, raw = d, d
+				}
 			}
 			if !t.answerReadIndex(c, h.From, payload) {
 				return
@@ -467,12 +497,12 @@ func (t *TCPTransport) serve(c net.Conn) {
 		case frameFlow:
 			if n := t.node.Load(); n != nil {
 				if err := n.receiveFlow(h.From, payload); err != nil {
-					t.log.Warn("closing peer connection: corrupt flow control report", "remote", c.RemoteAddr().String(), "err", err)
+					t.log.Warn("closing peer connection: corrupt flow control report", "remote", raw.RemoteAddr().String(), "err", err)
 					return
 				}
 			}
 		case frameJoin:
-			t.handleJoin(c, payload)
+			t.handleJoin(c, payload, certNames)
 			return
 		case frameLeave:
 			t.handleLeave(c, h.From)
@@ -480,55 +510,44 @@ func (t *TCPTransport) serve(c net.Conn) {
 		case frameStateTransfer:
 			h := t.transfer.Load()
 			if h == nil {
-				t.log.Warn("refusing a state transfer request: this node cannot donate", "remote", c.RemoteAddr().String())
+				t.log.Warn("refusing a state transfer request: this node cannot donate", "remote", raw.RemoteAddr().String())
 				return
 			}
 			if err := (*h)(t.ctx, &deadlineConn{c}, payload); err != nil {
-				t.log.Debug("state transfer to peer ended", "remote", c.RemoteAddr().String(), "err", err)
+				t.log.Debug("state transfer to peer ended", "remote", raw.RemoteAddr().String(), "err", err)
 			}
 			return
 		default:
-			t.log.Warn("closing peer connection: unknown frame type", "remote", c.RemoteAddr().String(), "type", typ)
+			t.log.Warn("closing peer connection: unknown frame type", "remote", raw.RemoteAddr().String(), "type", typ)
 			return
 		}
 	}
 }
 
-// checkHello reads a peer's hello and the reply it gets: OK when its
-// cluster name and secret match this node's.
-func (t *TCPTransport) checkHello(payload []byte) (hello, helloReply) {
-	var h hello
-	if err := json.Unmarshal(payload, &h); err != nil {
-		return hello{}, helloReply{Error: "unreadable hello: " + err.Error()}
-	}
-	switch {
-	case h.Cluster != t.cluster:
-		return h, helloReply{Error: fmt.Sprintf("cluster name mismatch: this node is in cluster %q, peer claims %q", t.cluster, h.Cluster)}
-	case !hmac.Equal([]byte(h.Auth), []byte(authTag(t.secret, h.Cluster, h.From, h.Nonce))):
-		return h, helloReply{Error: "cluster secret mismatch"}
-	}
-	return h, helloReply{OK: true, NodeID: t.self}
-}
-
-// readPeerFrame reads the next frame from an authenticated peer: a raft
-// message may take frame.MaxSize, any other frame requestMax.
-func readPeerFrame(r *bufio.Reader) (byte, []byte, error) {
+// readPeerFrame reads the next frame from an authenticated peer: a
+// member's raft message may take frame.MaxSize, any other frame
+// requestMax.
+func readPeerFrame(r *bufio.Reader, member bool) (byte, []byte, error) {
 	hdr, err := r.Peek(5) // length and type
 	if err != nil {
 		return 0, nil, err
 	}
-	if hdr[4] == frameRaft {
+	if hdr[4] == frameRaft && member {
 		return frame.Read(r)
 	}
 	return frame.ReadMax(r, requestMax)
 }
 
-func (t *TCPTransport) handleJoin(c net.Conn, payload []byte) {
+// handleJoin answers a join request; certNames, when not nil, are the
+// names the joiner's certificate carries, one of which must be its name.
+func (t *TCPTransport) handleJoin(c net.Conn, payload []byte, certNames []string) {
 	var req JoinRequest
 	reply := JoinReply{}
 	n := t.node.Load()
 	if err := json.Unmarshal(payload, &req); err != nil {
 		reply.Error = "unreadable join request"
+	} else if certNames != nil && !slices.Contains(certNames, req.Member.Name) {
+		reply.Error = fmt.Sprintf("the joiner's certificate is not for the name %q", req.Member.Name)
 	} else if n == nil {
 		reply.Error, reply.Retry = "node is starting", true
 	} else {
@@ -571,7 +590,7 @@ func (t *TCPTransport) handleLeave(c net.Conn, from uint64) {
 // requestRemoval asks the member at addr to remove this node and waits
 // for its answer.
 func (t *TCPTransport) requestRemoval(ctx context.Context, addr string) error {
-	c, err := dial(ctx, addr, t.cluster, t.secret, t.self)
+	c, err := t.auth.dial(ctx, addr, 0)
 	if err != nil {
 		return err
 	}
@@ -604,54 +623,17 @@ func (t *TCPTransport) requestRemoval(ctx context.Context, addr string) error {
 // write deadline of a peer stream's small messages.
 const peerDeadAfter = 10 * time.Second
 
-// dial connects to addr and completes the handshake.
-func dial(ctx context.Context, addr, cluster, secret string, self uint64) (net.Conn, error) {
-	d := net.Dialer{Timeout: 3 * time.Second, KeepAlive: 10 * time.Second, Control: peerControl}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	nonce := fmt.Sprintf("%d", time.Now().UnixNano())
-	data, _ := json.Marshal(hello{Cluster: cluster, From: self, Nonce: nonce, Auth: authTag(secret, cluster, self, nonce)})
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	// a peer that accepted but does not answer must not hold up stopping
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
-	defer stop()
-	if err := frame.Write(c, frameHello, data); err != nil {
-		c.Close()
-		return nil, err
-	}
-	typ, payload, err := frame.ReadMax(c, helloMax)
-	if err != nil || typ != frameHelloOK {
-		c.Close()
-		if err == nil {
-			err = fmt.Errorf("unexpected frame %d", typ)
-		}
-		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
-	}
-	var reply helloReply
-	if err := json.Unmarshal(payload, &reply); err != nil || !reply.OK {
-		c.Close()
-		if err == nil {
-			err = errors.New(reply.Error)
-		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrPeerRejected, addr, err)
-	}
-	_ = c.SetDeadline(time.Time{})
-	return c, nil
-}
-
 // ErrJoinRefused is returned when a member refused a join for a reason
 // that retrying cannot fix (a duplicate name, a malformed request).
 var ErrJoinRefused = errors.New("replication: join refused")
 
-// Join asks one of addrs to add m to the cluster and returns the members.
-// It retries while the cluster cannot take the change yet (no primary
-// component, members unreachable) until ctx ends.
-func Join(ctx context.Context, addrs []string, cluster, secret string, m Member) (JoinReply, error) {
+// Join asks one of addrs to add m, this transport's node, to the cluster
+// and returns the members. It retries while the cluster cannot take the
+// change yet (no primary component, members unreachable) until ctx ends.
+func (t *TCPTransport) Join(ctx context.Context, addrs []string, m Member) (JoinReply, error) {
 	backoff := 100 * time.Millisecond
 	for {
-		reply, err := joinOnce(ctx, addrs, cluster, secret, m)
+		reply, err := t.joinOnce(ctx, addrs, m)
 		if err == nil || errors.Is(err, ErrPeerRejected) || errors.Is(err, ErrJoinRefused) {
 			return reply, err
 		}
@@ -664,10 +646,10 @@ func Join(ctx context.Context, addrs []string, cluster, secret string, m Member)
 	}
 }
 
-func joinOnce(ctx context.Context, addrs []string, cluster, secret string, m Member) (JoinReply, error) {
+func (t *TCPTransport) joinOnce(ctx context.Context, addrs []string, m Member) (JoinReply, error) {
 	var lastErr error
 	for _, addr := range addrs {
-		c, err := dial(ctx, addr, cluster, secret, m.ID)
+		c, err := t.auth.dial(ctx, addr, 0)
 		if err != nil {
 			lastErr = err
 			if errors.Is(err, ErrPeerRejected) {
@@ -748,7 +730,7 @@ func (p *peer) run() {
 			case <-ctx.Done():
 			}
 		}()
-		c, err := dial(ctx, p.addr, p.t.cluster, p.t.secret, p.t.self)
+		c, err := p.t.auth.dial(ctx, p.addr, p.id)
 		stopping := ctx.Err() != nil && c == nil
 		cancel()
 		if stopping {

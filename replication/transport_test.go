@@ -187,7 +187,7 @@ func TestPeerPortBounded(t *testing.T) {
 		closedAtOnce("a hello announcing 1 GiB", c)
 		c.Close()
 	}
-	c, err := dial(t.Context(), tr.Addr(), "c", "", 2)
+	c, err := (&peerAuth{cluster: "c", self: 2}).dial(t.Context(), tr.Addr(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,18 +205,20 @@ func TestPeerPortBounded(t *testing.T) {
 
 func TestReadPeerFrameLimits(t *testing.T) {
 	for _, tc := range []struct {
-		typ  byte
-		size int
-		ok   bool
+		typ    byte
+		size   int
+		member bool
+		ok     bool
 	}{
-		{frameRaft, requestMax + 100, true},
-		{frameJoin, requestMax, true},
-		{frameJoin, requestMax + 1, false},
-		{frameStateTransfer, requestMax + 1, false},
-		{frameReadIndex, requestMax + 1, false},
+		{frameRaft, requestMax + 100, true, true},
+		{frameRaft, requestMax + 1, false, false}, // not a member's
+		{frameJoin, requestMax, false, true},
+		{frameJoin, requestMax + 1, false, false},
+		{frameStateTransfer, requestMax + 1, true, false},
+		{frameReadIndex, requestMax + 1, true, false},
 	} {
 		data := frame.Append(nil, tc.typ, make([]byte, tc.size-1))
-		typ, payload, err := readPeerFrame(bufio.NewReader(bytes.NewReader(data)))
+		typ, payload, err := readPeerFrame(bufio.NewReader(bytes.NewReader(data)), tc.member)
 		if tc.ok != (err == nil) || tc.ok && (typ != tc.typ || len(payload) != tc.size-1) {
 			t.Errorf("type %d, %d bytes: read type %d, %d bytes, err %v", tc.typ, tc.size, typ, len(payload), err)
 		}

@@ -2,9 +2,13 @@ package systest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,14 +16,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/certusdb/certus/internal/pki"
 	"github.com/certusdb/certus/internal/testcluster"
 )
 
 // TestDemo runs README's first command, `certus demo`, as a newcomer
 // would: three nodes and the proxy come up, a table written through the
 // proxy is read back through it and on node 3 with a causal read, and
-// Ctrl-C stops every process and removes the temporary data.
+// Ctrl-C stops every process and removes the temporary data. With --tls
+// the nodes' peers are on TLS and a client logs in over TLS, verifying
+// the node's certificate with the CA the demo printed.
 func TestDemo(t *testing.T) {
+	t.Run("Plain", func(t *testing.T) { testDemo(t, false) })
+	t.Run("TLS", func(t *testing.T) { testDemo(t, true) })
+}
+
+func testDemo(t *testing.T, withTLS bool) {
 	var cmd *exec.Cmd
 	var lines []string
 	var dataDir string
@@ -27,7 +41,7 @@ func TestDemo(t *testing.T) {
 		// the demo takes base, +1, +2 (SQL), +100.. (HTTP), +200.. (peers)
 		// and the proxy's port and the one below: a busy one fails it
 		base, proxyPort := 20000+rand.IntN(5000), 26000+rand.IntN(5000)
-		cmd = exec.Command(testcluster.Binary(t), "demo", "--base-port", fmt.Sprint(base), "--proxy-port", fmt.Sprint(proxyPort))
+		cmd = exec.Command(testcluster.Binary(t), "demo", "--base-port", fmt.Sprint(base), "--proxy-port", fmt.Sprint(proxyPort), fmt.Sprintf("--tls=%v", withTLS))
 		cmd.Dir = t.TempDir()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		out, err := cmd.StdoutPipe()
@@ -83,10 +97,16 @@ func TestDemo(t *testing.T) {
 		lines = nil
 	}
 	addrs := map[string]string{} // name -> host:port of its mysql line
+	https := map[string]string{} // name -> its /status URL
+	caFile := ""
 	for _, l := range lines {
 		f := strings.Fields(l)
 		if len(f) >= 7 && f[1] == "mysql" && f[2] == "-h" && f[4] == "-P" {
 			addrs[f[0]] = f[3] + ":" + f[5]
+			https[f[0]] = strings.Trim(f[len(f)-1], "()")
+			if len(f) >= 10 && f[8] == "--ssl-ca" {
+				caFile = f[9]
+			}
 		}
 		if i := strings.Index(l, "data in "); i >= 0 {
 			dataDir = strings.TrimSpace(l[i+len("data in "):])
@@ -117,6 +137,9 @@ func TestDemo(t *testing.T) {
 	if n := qInt(t, open("node3", "&wsrep_sync_wait=1"), "SELECT COUNT(*) FROM shop.orders"); n != 20 {
 		t.Fatalf("node 3 with wsrep_sync_wait=1 counts %d orders, want 20", n)
 	}
+	if withTLS {
+		checkDemoTLS(t, addrs["node2"], https["node2"], caFile)
+	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +158,44 @@ func TestDemo(t *testing.T) {
 	}
 	if _, err := os.Stat(dataDir); dataDir == "" || !os.IsNotExist(err) {
 		t.Fatalf("the demo's temporary data dir %q is still there (%v)", dataDir, err)
+	}
+}
+
+// checkDemoTLS logs in to the demo's node at addr over TLS, verifying its
+// certificate against caFile, and checks that its /status (statusURL)
+// reports peer TLS.
+func checkDemoTLS(t *testing.T, addr, statusURL, caFile string) {
+	t.Helper()
+	if caFile == "" {
+		t.Fatal("the demo with --tls printed no --ssl-ca")
+	}
+	pool, err := pki.Pool(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	const name = "certus-demo"
+	if err := mysql.RegisterTLSConfig(name, &tls.Config{RootCAs: pool, ServerName: host}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("mysql", "root@tcp("+addr+")/?timeout=5s&tls="+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var k, cipher string
+	if err := db.QueryRow("SHOW STATUS LIKE 'Ssl_cipher'").Scan(&k, &cipher); err != nil || cipher == "" {
+		t.Fatalf("a verified TLS login to %s: cipher %q, %v", addr, cipher, err)
+	}
+	resp, err := http.Get(statusURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		PeerSecurity string `json:"peer_security"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.PeerSecurity != "tls" {
+		t.Fatalf("%s: peer_security %q, %v", statusURL, st.PeerSecurity, err)
 	}
 }

@@ -18,7 +18,10 @@ Galera's garbd). Two data nodes and an arbitrator keep a primary component
 when either data node is lost.
 
   certus arbitrator --name garb --data-dir /var/lib/certus/garb \
-    --peer-addr 10.0.0.3:4567 --join 10.0.0.1:4567`,
+    --peer-addr 10.0.0.3:4567 --join 10.0.0.1:4567 \
+    --peer-cert garb-tls/garb-cert.pem --peer-key garb-tls/garb-key.pem --peer-ca ca/ca.pem
+
+Its peer certificate (certus cert issue --name garb) must carry its --name.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Join = splitList(join)
 			cfg.Logger = newLogger(logLevel)
@@ -26,7 +29,7 @@ when either data node is lost.
 			if err != nil {
 				return err
 			}
-			waitForShutdown(cfg.Logger, nil, nil)
+			waitForShutdown(cfg.Logger, nil, a.ReloadTLS)
 			a.Stop()
 			return nil
 		},
@@ -39,6 +42,7 @@ when either data node is lost.
 	f.StringVar(&join, "join", "", "comma-separated peer addresses of the running cluster (required)")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "certus", "cluster name; must match the cluster's")
 	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "the cluster's shared secret")
+	peerSecurityFlags(f, &cfg.PeerSecurity)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	_ = cmd.MarkFlagRequired("data-dir")
 	_ = cmd.MarkFlagRequired("join")

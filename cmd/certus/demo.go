@@ -18,13 +18,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/certusdb/certus/internal/pki"
 )
 
 func demoCmd() *cobra.Command {
 	var dataDir, host string
 	var basePort, proxyPort int
 	var nodes int
-	var syncCommit bool
+	var syncCommit, withTLS bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a local 3-node cluster in the foreground",
@@ -32,11 +34,15 @@ func demoCmd() *cobra.Command {
 in front of them (--proxy-port, its HTTP admin one port below; 0: no proxy),
 print how to connect, and stop them cleanly on Ctrl-C. Data goes to a
 temporary directory (removed on exit) unless --data-dir is given (kept, and
-reused next time).`,
+reused next time). With --tls the nodes' peer connections are mutual TLS and
+their SQL ports offer TLS, with certificates from a CA made in <data-dir>/tls.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			self, err := os.Executable()
 			if err != nil {
 				return err
+			}
+			if !withTLS && !loopbackHost(host) {
+				return fmt.Errorf("--host %s is not a loopback address: add --tls, or the nodes' peer ports would be open to anyone who reaches them", host)
 			}
 			keep := dataDir != ""
 			if !keep {
@@ -115,11 +121,19 @@ reused next time).`,
 				}(p, out)
 				return nil
 			}
+			caDir := filepath.Join(dataDir, "tls")
 			var https []string
 			for i, p := range procs {
 				a := []string{"node", "--name", p.name, "--data-dir", filepath.Join(dataDir, p.name),
 					"--sql-addr", p.sql, "--http-addr", p.http, "--peer-addr", p.peer,
 					"--sync-commit=" + strconv.FormatBool(syncCommit)}
+				if withTLS {
+					tlsArgs, err := demoCert(caDir, p.name, host)
+					if err != nil {
+						return err
+					}
+					a = append(a, tlsArgs...)
+				}
 				if i > 0 {
 					a = append(a, "--join", procs[0].peer)
 				}
@@ -155,9 +169,16 @@ reused next time).`,
 				}
 			}
 			fmt.Printf("\nCertus demo cluster is up: %d nodes, data in %s\n\n", nodes, dataDir)
-			for _, p := range procs {
+			for i, p := range procs {
 				h, port, _ := net.SplitHostPort(p.sql)
-				fmt.Printf("  %-5s  mysql -h %s -P %s -u root      (http://%s/status)\n", p.name, h, port, p.http)
+				sslArgs := ""
+				if withTLS && i < len(nodeProcs) {
+					sslArgs = " --ssl-ca " + filepath.Join(caDir, "ca.pem")
+				}
+				fmt.Printf("  %-5s  mysql -h %s -P %s -u root%s      (http://%s/status)\n", p.name, h, port, sslArgs, p.http)
+			}
+			if withTLS {
+				fmt.Printf("\nPeer connections are mutual TLS; CA and certificates in %s.\n", caDir)
 			}
 			fmt.Printf("\nEvery node takes reads and writes. Try: SET SESSION wsrep_sync_wait=1 for causal reads.\n")
 			if proxyAddr != "" {
@@ -179,7 +200,32 @@ reused next time).`,
 	f.IntVar(&proxyPort, "proxy-port", 6033, "the proxy's SQL port, its HTTP admin port one below (0: no proxy)")
 	f.IntVar(&nodes, "nodes", 3, "number of nodes")
 	f.BoolVar(&syncCommit, "sync-commit", true, "fsync the log at each commit")
+	f.BoolVar(&withTLS, "tls", false, "run the nodes with peer TLS and client TLS, from a CA made in <data-dir>/tls")
 	return cmd
+}
+
+// demoCert issues the certificate of demo node name from the CA of caDir
+// (both made if missing) and returns the node's TLS flags: the same
+// certificate serves its peers and its SQL port.
+func demoCert(caDir, name, host string) ([]string, error) {
+	ca, err := pki.NewCA(caDir, "Certus demo CA")
+	if err != nil {
+		return nil, err
+	}
+	cert, key := filepath.Join(caDir, name+"-cert.pem"), filepath.Join(caDir, name+"-key.pem")
+	if _, err := os.Stat(cert); err != nil {
+		if err := ca.Issue(cert, key, name, []string{host, "localhost", "127.0.0.1", "::1"}); err != nil {
+			return nil, err
+		}
+	}
+	caFile := filepath.Join(caDir, "ca.pem")
+	return []string{"--peer-cert", cert, "--peer-key", key, "--peer-ca", caFile, "--ssl-cert", cert, "--ssl-key", key, "--ssl-ca", caFile}, nil
+}
+
+// loopbackHost says whether host is a loopback address or localhost.
+func loopbackHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // portsFree fails if one of addrs cannot be listened on; flag names the

@@ -19,7 +19,7 @@ func main() {
 	}
 	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(nodeCmd(), demoCmd(), checksumCmd(), simCmd(), benchCmd(), versionCmd())
-	root.AddCommand(proxyCmd(), arbitratorCmd(), leaveCmd(), leadCmd(), removeCmd(), healthCmd())
+	root.AddCommand(proxyCmd(), arbitratorCmd(), leaveCmd(), leadCmd(), removeCmd(), healthCmd(), certCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "certus:", err)
 		os.Exit(1)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/certusdb/certus/internal/gcfloor"
 	"github.com/certusdb/certus/node"
@@ -69,7 +70,8 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.StringVar(&cfg.PeerAddr, "peer-addr", "127.0.0.1:4567", "address peers use to reach this node")
 	f.StringVar(&join, "join", "", "comma-separated peer addresses of a running cluster to join")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "certus", "cluster name (wsrep_cluster_name); must match on all members")
-	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared secret peers must present")
+	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared secret peers must prove they know; without peer certificates it also authenticates every peer frame")
+	peerSecurityFlags(f, &cfg.PeerSecurity)
 	f.StringVar(&cfg.RootPassword, "root-password", "", "password of the built-in root account (default: none)")
 	f.StringVar(&cfg.RootHost, "root-host", "localhost", `host part of the built-in root account: "localhost" admits loopback clients only, "%" any host (needs --root-password; e.g. in a container, whose clients come from outside)`)
 	f.BoolVar(&cfg.SSL, "ssl", true, "offer TLS on the SQL port (have_ssl); without --ssl-cert a self-signed CA and certificate are made in <data-dir>/tls, as MySQL's auto_generate_certs does")
@@ -150,3 +152,33 @@ func waitForShutdown(log *slog.Logger, left <-chan struct{}, reload func() error
 		}
 	}
 }
+
+// peerSecurityFlags registers the flags of a member's peer security.
+func peerSecurityFlags(f *pflag.FlagSet, p *node.PeerSecurity) {
+	f.StringVar(&p.PeerCert, "peer-cert", "", "this member's peer certificate (PEM, e.g. from certus cert issue): peer connections are mutual TLS; SIGHUP reads it again")
+	f.StringVar(&p.PeerKey, "peer-key", "", "key of --peer-cert (PEM)")
+	f.StringVar(&p.PeerCA, "peer-ca", "", "CA that signed every member's peer certificate (PEM); a peer with another is refused")
+	f.Var(peerTLSMode{&p.PeerTLSOptional}, "peer-tls", `with --peer-cert: "required" takes TLS connections only; "optional" also takes plain ones and dials plain a member not on TLS yet (rolling a cluster to TLS)`)
+	f.BoolVar(&p.Insecure, "insecure", false, "let a member with neither --cluster-secret nor peer certificates listen on a non-loopback peer address: anyone who reaches it is a peer")
+}
+
+// peerTLSMode is --peer-tls: required or optional.
+type peerTLSMode struct{ optional *bool }
+
+func (m peerTLSMode) String() string {
+	if m.optional != nil && *m.optional {
+		return "optional"
+	}
+	return "required"
+}
+
+func (m peerTLSMode) Set(s string) error {
+	switch s {
+	case "required", "optional":
+		*m.optional = s == "optional"
+		return nil
+	}
+	return fmt.Errorf("%q: want required or optional", s)
+}
+
+func (peerTLSMode) Type() string { return "mode" }
