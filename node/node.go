@@ -47,6 +47,9 @@ type Config struct {
 	ClusterSecret string
 	// RootPassword is the built-in root account's password.
 	RootPassword string
+	// AdminToken guards the HTTP admin endpoints (internal/adminauth; "":
+	// loopback clients only).
+	AdminToken string
 	// RootHost is the host part of the built-in root account: "localhost"
 	// (the default when empty) admits only loopback clients, "%" any
 	// client, as MariaDB's image does with MARIADB_ROOT_HOST.
@@ -56,7 +59,7 @@ type Config struct {
 	// certificates, made in DataDir/tls (a self-signed CA and a
 	// certificate it signed, as MySQL's auto_generate_certs) when SSLCert is
 	// empty.
-	SSL                     bool
+	SSL                    bool
 	SSLCert, SSLKey, SSLCA string
 	// SecureFilePriv is secure_file_priv: the directory whose files
 	// LOAD_FILE, SELECT ... INTO OUTFILE and LOAD DATA INFILE of users with

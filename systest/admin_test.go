@@ -2,12 +2,18 @@ package systest
 
 import (
 	"database/sql"
+	"io"
 	"net"
+	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/certusdb/certus/internal/testcluster"
 )
 
 // statusLine matches the answer to COM_STATISTICS.
@@ -81,5 +87,84 @@ func TestAdminStatus(t *testing.T) {
 	out, err := admin("plain", "refresh")
 	if err == nil || !strings.Contains(string(out), "RELOAD") {
 		t.Fatalf("mysqladmin refresh without RELOAD: %v\n%s", err, out)
+	}
+}
+
+// TestAdminToken checks the guard of a node's HTTP admin endpoints with a
+// token configured (--admin-token-file): /health, /status and /metrics stay
+// open; POST /members/remove and /debug/ without the token get 401, with a
+// wrong one 403, and the member stays; `certus remove` with the token from
+// CERTUS_ADMIN_TOKEN removes it.
+func TestAdminToken(t *testing.T) {
+	const token = "adm-7f3c9a1e-token"
+	file := filepath.Join(t.TempDir(), "admin-token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.StartCluster(t, 3, "--admin-token-file", file)
+	n1 := c.Nodes[0]
+	if !logHas(n1, "access=\"bearer token\"") {
+		t.Fatalf("the startup log does not say the admin endpoints need the token:\n%s", n1.LogTail(30))
+	}
+	call := func(method, path, auth string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+n1.HTTPAddr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, path := range []string{"/health", "/status", "/metrics"} {
+		code, body := call("GET", path, "")
+		if code != 200 {
+			t.Fatalf("GET %s without a token: %d %s", path, code, body)
+		}
+		if strings.Contains(body, token) {
+			t.Fatalf("GET %s shows the admin token", path)
+		}
+	}
+	for _, tc := range []struct {
+		method, path, auth string
+		want               int
+	}{
+		{"POST", "/members/remove?name=n3", "", 401},
+		{"POST", "/members/remove?name=n3", "Bearer wrong-" + token, 403},
+		{"POST", "/members/remove?name=n3", token, 403}, // not as a bearer token
+		{"POST", "/leave", "", 401},
+		{"POST", "/lead", "Bearer nope", 403},
+		{"GET", "/debug/pprof/", "", 401},
+		{"GET", "/debug/storage", "", 401},
+	} {
+		code, body := call(tc.method, tc.path, tc.auth)
+		if code != tc.want || !strings.Contains(body, "admin") {
+			t.Fatalf("%s %s (Authorization %q): %d %q, want %d and a clear message", tc.method, tc.path, tc.auth, code, body, tc.want)
+		}
+	}
+	if code, body := call("GET", "/debug/storage", "Bearer "+token); code != 200 {
+		t.Fatalf("GET /debug/storage with the token: %d %s", code, body)
+	}
+	db := n1.DB("")
+	if size := clusterSize(t, db); size != "3" {
+		t.Fatalf("wsrep_cluster_size %s after forged removes, want 3", size)
+	}
+	if out, err := testcluster.Command(t, "remove", "--http-addr", n1.HTTPAddr, "--name", "n3"); err == nil || !strings.Contains(out, "401") {
+		t.Fatalf("certus remove without the token: %v: %s", err, out)
+	}
+	cmd := exec.Command(testcluster.Binary(t), "remove", "--http-addr", n1.HTTPAddr, "--name", "n3")
+	cmd.Env = append(os.Environ(), "CERTUS_ADMIN_TOKEN="+token)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("certus remove with CERTUS_ADMIN_TOKEN: %v: %s", err, out)
+	}
+	if size := clusterSize(t, db); size != "2" {
+		t.Fatalf("wsrep_cluster_size %s after certus remove with the token, want 2", size)
 	}
 }

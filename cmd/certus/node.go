@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/certusdb/certus/internal/adminauth"
 	"github.com/certusdb/certus/internal/gcfloor"
 	"github.com/certusdb/certus/node"
 	"github.com/certusdb/certus/storage"
@@ -20,6 +21,7 @@ func nodeCmd() *cobra.Command {
 	var cfg node.Config
 	var join string
 	var logLevel string
+	var adminToken *secret
 	heapFloor := uint64(128 << 20)
 	rowCache := int64(storage.DefaultRowCacheBytes)
 	cmd := &cobra.Command{
@@ -49,6 +51,10 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 			if rowCache == 0 {
 				cfg.RowCacheSize = -1 // off
 			}
+			var err error
+			if cfg.AdminToken, err = adminToken.get(); err != nil {
+				return err
+			}
 			cfg.Join = splitList(join)
 			cfg.Logger = newLogger(logLevel)
 			defer gcfloor.Start(heapFloor, 250*time.Millisecond)()
@@ -72,6 +78,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared secret peers must present")
 	f.StringVar(&cfg.RootPassword, "root-password", "", "password of the built-in root account (default: none)")
 	f.StringVar(&cfg.RootHost, "root-host", "localhost", `host part of the built-in root account: "localhost" admits loopback clients only, "%" any host (needs --root-password; e.g. in a container, whose clients come from outside)`)
+	adminToken = addSecret(f, "", "admin-token-file", adminauth.EnvToken, "token that POST /leave, /lead, /members/remove and /debug/ on the HTTP port require (without one, only clients on loopback may use them)")
 	f.BoolVar(&cfg.SSL, "ssl", true, "offer TLS on the SQL port (have_ssl); without --ssl-cert a self-signed CA and certificate are made in <data-dir>/tls, as MySQL's auto_generate_certs does")
 	f.StringVar(&cfg.SSLCert, "ssl-cert", "", "SQL port's certificate (PEM); SIGHUP or ALTER INSTANCE RELOAD TLS reads it again")
 	f.StringVar(&cfg.SSLKey, "ssl-key", "", "key of --ssl-cert (PEM)")
