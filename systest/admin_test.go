@@ -2,6 +2,7 @@ package systest
 
 import (
 	"database/sql"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/certusdb/certus/internal/testcluster"
 )
@@ -94,17 +96,41 @@ func TestAdminStatus(t *testing.T) {
 // token configured (--admin-token-file): /health, /status and /metrics stay
 // open; POST /members/remove and /debug/ without the token get 401, with a
 // wrong one 403, and the member stays; `certus remove` with the token from
-// CERTUS_ADMIN_TOKEN removes it.
+// CERTUS_ADMIN_TOKEN removes it. The cluster's secret comes from
+// CERTUS_CLUSTER_SECRET: a node given another one in --cluster-secret-file
+// cannot join, and neither secret shows in /status or on a command line.
 func TestAdminToken(t *testing.T) {
-	const token = "adm-7f3c9a1e-token"
-	file := filepath.Join(t.TempDir(), "admin-token")
+	const token, clusterSecret = "adm-7f3c9a1e-token", "cs-41d0b7-secret"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "admin-token")
 	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("CERTUS_CLUSTER_SECRET", clusterSecret) // the nodes inherit it
 	c := testcluster.StartCluster(t, 3, "--admin-token-file", file)
 	n1 := c.Nodes[0]
 	if !logHas(n1, "access=\"bearer token\"") {
 		t.Fatalf("the startup log does not say the admin endpoints need the token:\n%s", n1.LogTail(30))
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n1.PID()))
+	if err != nil || strings.Contains(string(cmdline), token) || strings.Contains(string(cmdline), clusterSecret) {
+		t.Fatalf("a secret on the node's command line %q (%v)", cmdline, err)
+	}
+	wrong := filepath.Join(dir, "wrong-secret")
+	if err := os.WriteFile(wrong, []byte("not-"+clusterSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	intruder := testcluster.NewNode(t, "n4", "--cluster-secret-file", wrong, "--join", n1.PeerAddr)
+	if err := intruder.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); intruder.Running(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a node with another cluster secret still runs:\n%s", intruder.LogTail(20))
+		}
+	}
+	if !logHas(intruder, "secret mismatch") {
+		t.Fatalf("a node with another cluster secret stopped without saying why:\n%s", intruder.LogTail(20))
 	}
 	call := func(method, path, auth string) (int, string) {
 		t.Helper()
@@ -128,8 +154,8 @@ func TestAdminToken(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("GET %s without a token: %d %s", path, code, body)
 		}
-		if strings.Contains(body, token) {
-			t.Fatalf("GET %s shows the admin token", path)
+		if strings.Contains(body, token) || strings.Contains(body, clusterSecret) {
+			t.Fatalf("GET %s shows a secret", path)
 		}
 	}
 	for _, tc := range []struct {
