@@ -98,6 +98,11 @@ func New(cfg *config.Config, path string, override func(*config.Config), log *sl
 	if err != nil {
 		return nil, err
 	}
+	for _, u := range cfg.Users {
+		if u.Password == "" {
+			log.Warn("proxy: a user without a password: anyone who reaches the proxy may log in as it", "user", u.Name)
+		}
+	}
 	p := &Proxy{log: log, path: path, override: override, stats: stats.New(), sessions: map[uint32]*session{}, started: time.Now()}
 	p.conns.PerProc = 2
 	p.cfg.Store(cfg)

@@ -82,11 +82,15 @@ func TestDemo(t *testing.T) {
 		}
 		lines = nil
 	}
-	addrs := map[string]string{} // name -> host:port of its mysql line
+	addrs := map[string]string{}    // name -> host:port of its mysql line
+	passwords := map[string]string{} // name -> its -p option's password
 	for _, l := range lines {
 		f := strings.Fields(l)
 		if len(f) >= 7 && f[1] == "mysql" && f[2] == "-h" && f[4] == "-P" {
 			addrs[f[0]] = f[3] + ":" + f[5]
+			if len(f) >= 9 && strings.HasPrefix(f[8], "-p") {
+				passwords[f[0]] = ":" + f[8][2:]
+			}
 		}
 		if i := strings.Index(l, "data in "); i >= 0 {
 			dataDir = strings.TrimSpace(l[i+len("data in "):])
@@ -97,8 +101,11 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("the demo printed no mysql command for %s:\n%s", name, strings.Join(lines, "\n"))
 		}
 	}
+	if passwords["proxy"] == "" {
+		t.Fatalf("the demo printed no password for the proxy's root:\n%s", strings.Join(lines, "\n"))
+	}
 	open := func(name, params string) *sql.DB {
-		db, err := sql.Open("mysql", "root@tcp("+addrs[name]+")/?timeout=5s&readTimeout=30s"+params)
+		db, err := sql.Open("mysql", "root"+passwords[name]+"@tcp("+addrs[name]+")/?timeout=5s&readTimeout=30s"+params)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,6 +113,17 @@ func TestDemo(t *testing.T) {
 		return db
 	}
 	px := open("proxy", "")
+	// the proxy's root needs the password it printed
+	if err := func() error {
+		db, err := sql.Open("mysql", "root@tcp("+addrs["proxy"]+")/?timeout=5s")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return db.Ping()
+	}(); err == nil || !strings.Contains(err.Error(), "1045") {
+		t.Fatalf("the demo proxy's root without a password: %v, want 1045", err)
+	}
 	mustExec(t, px, "CREATE DATABASE shop")
 	mustExec(t, px, "CREATE TABLE shop.orders (id INT AUTO_INCREMENT PRIMARY KEY, item VARCHAR(20))")
 	for i := 0; i < 20; i++ {
