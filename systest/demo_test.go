@@ -82,7 +82,7 @@ func TestDemo(t *testing.T) {
 		}
 		lines = nil
 	}
-	addrs := map[string]string{}    // name -> host:port of its mysql line
+	addrs := map[string]string{}     // name -> host:port of its mysql line
 	passwords := map[string]string{} // name -> its -p option's password
 	for _, l := range lines {
 		f := strings.Fields(l)
