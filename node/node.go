@@ -180,15 +180,7 @@ func clientTLS(cfg Config) (*pki.Server, error) {
 	if !cfg.SSL {
 		return nil, nil
 	}
-	files := pki.Files{Cert: cfg.SSLCert, Key: cfg.SSLKey, CA: cfg.SSLCA}
-	if files.Cert == "" {
-		auto, err := pki.AutoServer(filepath.Join(cfg.DataDir, "tls"), cfg.Name)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		files = auto
-	}
-	return pki.NewServer(files)
+	return pki.NewServerOrAuto(pki.Files{Cert: cfg.SSLCert, Key: cfg.SSLKey, CA: cfg.SSLCA}, filepath.Join(cfg.DataDir, "tls"), cfg.Name)
 }
 
 // ReloadTLS reads the SQL port's certificate, key and CA again (SIGHUP, as
