@@ -31,6 +31,9 @@ type User struct {
 	BackendUser        string `json:"backend_user"`
 	BackendPassword    string `json:"backend_password"`
 	BackendPasswordEnv string `json:"backend_password_env"`
+	// Plugin is the authentication plugin clients log in with:
+	// mysql_native_password (default) or caching_sha2_password.
+	Plugin string `json:"plugin"`
 }
 
 // Duration is a time.Duration written as a string ("100ms") in JSON.
@@ -115,6 +118,26 @@ type Config struct {
 	// WaitTimeout ends a logged-in client's connection once it has sent no
 	// command for this long (default 8h, as MySQL's wait_timeout).
 	WaitTimeout Duration `json:"wait_timeout"`
+	// SSL offers clients TLS (default true). SSLCert and SSLKey are its
+	// certificate and key, SSLCA the CA that verifies client certificates;
+	// without SSLCert a self-signed CA and certificate are made in
+	// DataDir/tls. SIGHUP and POST /reload read the files again.
+	SSL     *bool  `json:"ssl"`
+	SSLCert string `json:"ssl_cert"`
+	SSLKey  string `json:"ssl_key"`
+	SSLCA   string `json:"ssl_ca"`
+	// RequireSecureTransport refuses clients without TLS (error 3159), as
+	// MySQL's require_secure_transport.
+	RequireSecureTransport bool `json:"require_secure_transport"`
+	// DataDir holds the TLS material the proxy makes for itself and
+	// caching_sha2_password's RSA key (default: the configuration file's
+	// directory).
+	DataDir string `json:"data_dir"`
+	// BackendTLS makes the proxy's connections to the nodes use TLS;
+	// BackendSSLCA is the CA their certificates are verified with (none:
+	// encrypted, not verified).
+	BackendTLS   bool   `json:"backend_tls"`
+	BackendSSLCA string `json:"backend_ssl_ca"`
 	// Rules are the query rules, in order.
 	Rules []rules.Spec `json:"rules"`
 }
@@ -178,6 +201,9 @@ func fromEnv(password *string, env, what string) error {
 
 func (c *Config) fill() {
 	t := true
+	if c.SSL == nil {
+		c.SSL = &t
+	}
 	if c.MaxWriters == 0 {
 		c.MaxWriters = 1
 	}
@@ -245,6 +271,12 @@ func (c *Config) Validate() error {
 	if c.ConnectTimeout < 0 || c.WaitTimeout < 0 {
 		return fmt.Errorf("%w: connect_timeout %v, wait_timeout %v", ErrInvalid, time.Duration(c.ConnectTimeout), time.Duration(c.WaitTimeout))
 	}
+	if (c.SSLCert == "") != (c.SSLKey == "") {
+		return fmt.Errorf("%w: ssl_cert and ssl_key go together", ErrInvalid)
+	}
+	if c.RequireSecureTransport && c.SSL != nil && !*c.SSL {
+		return fmt.Errorf("%w: require_secure_transport without ssl", ErrInvalid)
+	}
 	if len(c.Users) == 0 {
 		return fmt.Errorf("%w: no users: list the accounts clients log in with in the configuration file's \"users\" (the proxy has no default account)", ErrInvalid)
 	}
@@ -255,6 +287,9 @@ func (c *Config) Validate() error {
 		}
 		if seen[u.Name] {
 			return fmt.Errorf("%w: user %q listed twice", ErrInvalid, u.Name)
+		}
+		if u.Plugin != "" && u.Plugin != mysqlproto.NativePassword && u.Plugin != mysqlproto.CachingSha2 {
+			return fmt.Errorf("%w: user %q: plugin %q (%s or %s)", ErrInvalid, u.Name, u.Plugin, mysqlproto.NativePassword, mysqlproto.CachingSha2)
 		}
 		seen[u.Name] = true
 	}
