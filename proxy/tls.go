@@ -29,6 +29,7 @@ func (p *Proxy) setupTLS(cfg *config.Config) error {
 			return fmt.Errorf("proxy: %w", err)
 		}
 		p.tls = srv
+		p.log.Info("proxy: TLS offered to clients", "cert", srv.Files().Cert, "ca", srv.Files().CA)
 	}
 	if dir != "" {
 		key, err := pki.RSAKey(filepath.Join(dir, "private_key.pem"))
