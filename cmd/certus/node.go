@@ -82,7 +82,7 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.StringVar(&join, "join", "", "comma-separated peer addresses of a running cluster to join")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "certus", "cluster name (wsrep_cluster_name); must match on all members")
 	clusterSecret = addSecret(f, "cluster-secret", "cluster-secret-file", "CERTUS_CLUSTER_SECRET", "shared secret peers must present")
-	rootPassword = addSecret(f, "root-password", "root-password-file", "CERTUS_ROOT_PASSWORD", "password of the built-in root account (default: none)")
+	rootPassword = addSecret(f, "root-password", "root-password-file", "CERTUS_ROOT_PASSWORD", "password of the built-in root account (default: none, root logs in from loopback without one)")
 	f.StringVar(&cfg.RootHost, "root-host", "localhost", `host part of the built-in root account: "localhost" admits loopback clients only, "%" any host (needs a root password; e.g. in a container, whose clients come from outside)`)
 	adminToken = addSecret(f, "", "admin-token-file", adminauth.EnvToken, "token that POST /leave, /lead, /members/remove and /debug/ on the HTTP port require (without one, only clients on loopback may use them)")
 	f.BoolVar(&cfg.SSL, "ssl", true, "offer TLS on the SQL port (have_ssl); without --ssl-cert a self-signed CA and certificate are made in <data-dir>/tls, as MySQL's auto_generate_certs does")
