@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/certusdb/certus/internal/adminauth"
 	"github.com/certusdb/certus/replication"
 	"github.com/certusdb/certus/statetransfer"
 )
@@ -26,8 +27,12 @@ import (
 //	             (HAProxy's httpchk)
 //	GET /status  the node's state as JSON
 //	GET /metrics Prometheus metrics
+//	POST /leave, /lead, /members/remove  membership changes
 //	GET /debug/storage   pebble's LSM metrics (levels, memtables, caches)
 //	GET /debug/pprof/... Go profiles
+//
+// The first three are open to anyone who reaches the port; the others
+// need the admin token (or, without one, a client on loopback).
 type httpServer struct {
 	srv *http.Server
 	ln  net.Listener
@@ -60,19 +65,21 @@ func startHTTP(n *Node, addr string) (*httpServer, error) {
 		_ = enc.Encode(n.StatusDoc())
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/leave", adminPost(n.handleLeave))
-	mux.HandleFunc("/lead", adminPost(n.handleLead))
-	mux.HandleFunc("/members/remove", adminPost(n.handleRemove))
+	guard := adminauth.New(n.cfg.AdminToken)
+	n.log.Info("admin endpoints (/leave, /lead, /members/remove, /debug/)", "access", guard.Mode())
+	mux.Handle("/leave", guard.Wrap(adminPost(n.handleLeave)))
+	mux.Handle("/lead", guard.Wrap(adminPost(n.handleLead)))
+	mux.Handle("/members/remove", guard.Wrap(adminPost(n.handleRemove)))
 	if n.cfg.FaultInjection {
-		mux.HandleFunc("/debug/fault", n.handleFault)
+		mux.Handle("/debug/fault", guard.Wrap(http.HandlerFunc(n.handleFault)))
 	}
-	mux.HandleFunc("/debug/storage", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/debug/storage", guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte(n.Eng.DB().Metrics().String()))
-	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	})))
+	mux.Handle("/debug/pprof/", guard.Wrap(http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/profile", guard.Wrap(http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/trace", guard.Wrap(http.HandlerFunc(pprof.Trace)))
 	s := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -50,6 +50,9 @@ type Config struct {
 	PeerSecurity
 	// RootPassword is the built-in root account's password.
 	RootPassword string
+	// AdminToken guards the HTTP admin endpoints (internal/adminauth; "":
+	// loopback clients only).
+	AdminToken string
 	// RootHost is the host part of the built-in root account: "localhost"
 	// (the default when empty) admits only loopback clients, "%" any
 	// client, as MariaDB's image does with MARIADB_ROOT_HOST.
@@ -182,15 +185,7 @@ func clientTLS(cfg Config) (*pki.Server, error) {
 	if !cfg.SSL {
 		return nil, nil
 	}
-	files := pki.Files{Cert: cfg.SSLCert, Key: cfg.SSLKey, CA: cfg.SSLCA}
-	if files.Cert == "" {
-		auto, err := pki.AutoServer(filepath.Join(cfg.DataDir, "tls"), cfg.Name)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		files = auto
-	}
-	return pki.NewServer(files)
+	return pki.NewServerOrAuto(pki.Files{Cert: cfg.SSLCert, Key: cfg.SSLKey, CA: cfg.SSLCA}, filepath.Join(cfg.DataDir, "tls"), cfg.Name)
 }
 
 // ReloadTLS reads the SQL port's certificate, key and CA again (SIGHUP, as

@@ -62,18 +62,22 @@ func (p *Proxy) Rules() []RuleInfo {
 // adminHandler serves the HTTP admin interface:
 //
 //	GET  /backends       nodes, roles, applied seqnos, queries, pooled connections
+//	GET  /status         writer, readers, sessions, causal waits and fallbacks
 //	GET  /rules          query rules in force with hits and time waited
 //	GET  /stats/digest   per-digest statistics (?reset=1 clears them after reading)
-//	GET  /status         writer, readers, sessions, causal waits and fallbacks
-//	POST /reload         re-read the configuration file (rules, hostgroups)
+//	POST /reload         re-read the configuration file (rules, hostgroups) and the TLS files
 //	GET  /debug/pprof/   Go profiles of the proxy
+//
+// /backends and /status are open, as a node's /status; the others need
+// the admin token (or, without one, a client on loopback).
 func (p *Proxy) adminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	guarded := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, p.guard.Wrap(h)) }
+	guarded("/debug/pprof/", pprof.Index)
+	guarded("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /backends", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, p.Backends()) })
-	mux.HandleFunc("GET /rules", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, p.Rules()) })
-	mux.HandleFunc("GET /stats/digest", func(w http.ResponseWriter, r *http.Request) {
+	guarded("GET /rules", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, p.Rules()) })
+	guarded("GET /stats/digest", func(w http.ResponseWriter, r *http.Request) {
 		snap := p.stats.Snapshot()
 		if r.URL.Query().Get("reset") != "" {
 			p.stats.Reset()
@@ -97,7 +101,7 @@ func (p *Proxy) adminHandler() http.Handler {
 			"causal_waits": p.causalWaits.Load(), "causal_fallbacks": p.causalFallbacks.Load(),
 			"gtid_queries": p.gtidQueries.Load()})
 	})
-	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
+	guarded("POST /reload", func(w http.ResponseWriter, r *http.Request) {
 		if err := p.Reload(); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

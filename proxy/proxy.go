@@ -9,6 +9,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/rsa"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,8 +21,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/certusdb/certus/internal/adminauth"
 	"github.com/certusdb/certus/internal/comstatistics"
 	"github.com/certusdb/certus/internal/directio"
+	"github.com/certusdb/certus/internal/pki"
 	"github.com/certusdb/certus/proxy/backend"
 	"github.com/certusdb/certus/proxy/config"
 	"github.com/certusdb/certus/proxy/monitor"
@@ -74,6 +78,18 @@ type Proxy struct {
 	// started is when the proxy started (Uptime of COM_STATISTICS).
 	started time.Time
 
+	// tls is the TLS offered to clients (nil: none), rsaKey the key of
+	// caching_sha2_password's exchange without TLS (nil: none), sha2Cache
+	// the users who passed its full authentication (user -> sha2Hash of
+	// the password), backendTLS the TLS of node connections (nil: none).
+	tls *pki.Server
+	// guard admits requests to the admin interface's endpoints other
+	// than /status and /backends.
+	guard      *adminauth.Guard
+	rsaKey     *rsa.PrivateKey
+	sha2Cache  sync.Map
+	backendTLS *tls.Config
+
 	ctx     context.Context
 	cancel  context.CancelFunc
 	ln      net.Listener
@@ -85,9 +101,21 @@ type Proxy struct {
 	sessions map[uint32]*session
 }
 
-// New builds a proxy from cfg; path is the configuration file Reload
-// reads ("" if none), and override, if not nil, changes what it reads.
-func New(cfg *config.Config, path string, override func(*config.Config), log *slog.Logger) (*Proxy, error) {
+// Options are what New needs besides the configuration.
+type Options struct {
+	// Path is the configuration file Reload reads ("" if none); Override,
+	// if not nil, changes what it reads.
+	Path     string
+	Override func(*config.Config)
+	// AdminToken guards the admin interface (internal/adminauth; "":
+	// loopback clients only).
+	AdminToken string
+	Log        *slog.Logger
+}
+
+// New builds a proxy from cfg.
+func New(cfg *config.Config, opt Options) (*Proxy, error) {
+	log, path, override := opt.Log, opt.Path, opt.Override
 	if log == nil {
 		log = slog.Default()
 	}
@@ -98,8 +126,17 @@ func New(cfg *config.Config, path string, override func(*config.Config), log *sl
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{log: log, path: path, override: override, stats: stats.New(), sessions: map[uint32]*session{}, started: time.Now()}
+	for _, u := range cfg.Users {
+		if u.Password == "" {
+			log.Warn("proxy: a user without a password: anyone who reaches the proxy may log in as it", "user", u.Name)
+		}
+	}
+	p := &Proxy{log: log, path: path, override: override, stats: stats.New(), sessions: map[uint32]*session{}, started: time.Now(),
+		guard: adminauth.New(opt.AdminToken)}
 	p.conns.PerProc = 2
+	if err := p.setupTLS(cfg); err != nil {
+		return nil, err
+	}
 	p.cfg.Store(cfg)
 	p.rules.Store(rs)
 	p.mon = monitor.New(monitor.Config{
@@ -127,6 +164,7 @@ func (p *Proxy) Start() error {
 			return err
 		}
 		p.adminLn = aln
+		p.log.Info("proxy: admin endpoints other than /status and /backends", "access", p.guard.Mode())
 		p.admin = &http.Server{Handler: p.adminHandler(), ReadHeaderTimeout: 5 * time.Second}
 		p.wg.Add(1)
 		go func() {
@@ -182,11 +220,19 @@ func (p *Proxy) Close() {
 }
 
 // Reload re-reads the configuration file: rules, hostgroup settings and
-// causal settings take effect for the next statement. Addresses and
-// accounts of running connections do not change.
+// causal settings take effect for the next statement, accounts and
+// require_secure_transport for the next login. Addresses and accounts of
+// running connections do not change. The TLS certificate, key and CA
+// files are read again for the logins that follow (a failure keeps the
+// old ones and is returned).
 func (p *Proxy) Reload() error {
 	if p.path == "" {
 		return ErrNoConfigFile
+	}
+	if p.tls != nil {
+		if err := p.tls.Reload(); err != nil {
+			return err
+		}
 	}
 	cfg, err := config.Load(p.path)
 	if err != nil {

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"github.com/certusdb/certus/internal/comrefresh"
 	"github.com/certusdb/certus/internal/comstatistics"
 	"github.com/certusdb/certus/internal/execcomment"
+	"github.com/certusdb/certus/internal/mysqlauth"
 	"github.com/certusdb/certus/proxy/backend"
 	"github.com/certusdb/certus/proxy/config"
 	"github.com/certusdb/certus/proxy/mysqlproto"
@@ -35,8 +38,11 @@ var errQuit = errors.New("client quit")
 
 // session is one client connection.
 type session struct {
-	p      *Proxy
-	c      *mysqlproto.Conn
+	p *Proxy
+	c *mysqlproto.Conn
+	// raw is the client's socket (or its directio.Conn) under c, TLS or
+	// not.
+	raw    net.Conn
 	id     uint32
 	caps   uint32
 	ctx    context.Context
@@ -44,6 +50,8 @@ type session struct {
 
 	// backend is the account the session runs as on the nodes.
 	backend backend.Options
+	// tls: the client connection is over TLS.
+	tls bool
 
 	db         string
 	vars       map[string]string // assignment key -> replay statement
@@ -102,7 +110,7 @@ type clientStmt struct {
 
 func (p *Proxy) newSession(nc net.Conn) *session {
 	ctx, cancel := context.WithCancel(p.ctx)
-	return &session{p: p, c: mysqlproto.NewConn(nc), id: p.connID.Add(1), ctx: ctx, cancel: cancel,
+	return &session{p: p, c: mysqlproto.NewConn(nc), raw: nc, id: p.connID.Add(1), ctx: ctx, cancel: cancel,
 		vars: map[string]string{}, autocommit: true, stmts: map[uint32]*clientStmt{}}
 }
 
@@ -124,9 +132,10 @@ func (s *session) close() {
 // handshake response is a few hundred bytes.
 const loginPacketLimit = 64 << 10
 
-// handshake greets the client and authenticates it. The whole login,
-// however slowly the client sends it, is bounded by connect_timeout, and
-// its packets by loginPacketLimit.
+// handshake greets the client and authenticates it: TLS when the client
+// asks for it, then the account's plugin. The whole login, however slowly
+// the client sends it, is bounded by connect_timeout, and its packets by
+// loginPacketLimit.
 func (s *session) handshake(cfg *config.Config) error {
 	login := time.AfterFunc(time.Duration(cfg.ConnectTimeout), func() { s.c.Close() })
 	defer login.Stop()
@@ -134,7 +143,12 @@ func (s *session) handshake(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	g := mysqlproto.Greeting{ServerVersion: serverVersion, ConnectionID: s.id, Salt: salt, Capabilities: serverCaps,
+	caps := serverCaps
+	tlsCfg := s.p.clientTLS()
+	if tlsCfg != nil {
+		caps |= mysqlproto.CapSSL
+	}
+	g := mysqlproto.Greeting{ServerVersion: serverVersion, ConnectionID: s.id, Salt: salt, Capabilities: caps,
 		Charset: 45, Status: mysqlproto.StatusAutocommit, AuthPlugin: mysqlproto.NativePassword}
 	if err := s.c.WritePacket(mysqlproto.AppendGreeting(nil, g)); err != nil {
 		return err
@@ -147,27 +161,33 @@ func (s *session) handshake(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	if tlsCfg != nil && len(pkt) == mysqlauth.SSLRequestLength && binary.LittleEndian.Uint32(pkt)&mysqlproto.CapSSL != 0 {
+		if err := s.c.StartTLS(tlsCfg, true); err != nil {
+			return err
+		}
+		s.tls = true
+		if pkt, err = s.read(); err != nil {
+			return err
+		}
+	}
 	hr, err := mysqlproto.ParseHandshakeResponse(pkt)
 	if err != nil {
 		_ = s.c.WriteErr(mysqlproto.NewError(1043, "08S01", "Bad handshake: %v", err))
 		return err
 	}
-	s.caps = hr.Capabilities & serverCaps
-	auth := hr.AuthResponse
-	if hr.Capabilities&mysqlproto.CapPluginAuth != 0 && hr.AuthPlugin != "" && hr.AuthPlugin != mysqlproto.NativePassword {
-		if err := s.c.WritePacket(mysqlproto.AppendAuthSwitch(nil, mysqlproto.NativePassword, salt)); err != nil {
-			return err
-		}
-		if err := s.c.Flush(); err != nil {
-			return err
-		}
-		if auth, err = s.read(); err != nil {
-			return err
-		}
+	if !s.tls && cfg.RequireSecureTransport {
+		e := mysqlproto.NewError(mysqlauth.InsecureCode, mysqlauth.InsecureState, mysqlauth.InsecureMsg)
+		_ = s.c.WriteErr(e)
+		return e
 	}
-	if !s.authenticate(hr.User, salt, auth) {
+	s.caps = hr.Capabilities & serverCaps
+	ok, sent, err := s.authenticate(cfg, hr, salt)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		using := "NO"
-		if len(auth) > 0 {
+		if sent {
 			using = "YES"
 		}
 		e := mysqlproto.NewError(1045, "28000", "Access denied for user '%s' (using password: %s)", hr.User, using)
@@ -186,21 +206,97 @@ func (s *session) handshake(cfg *config.Config) error {
 	return s.writeOK()
 }
 
-// authenticate checks the client's credentials and, when they are
-// right, sets the account the session uses on the nodes.
-func (s *session) authenticate(user string, salt, auth []byte) bool {
-	cfg := s.p.cfg.Load()
-	for _, u := range cfg.Users {
-		if u.Name == user {
-			if !mysqlproto.CheckNative(salt, auth, u.Password) {
-				return false
-			}
-			s.backend.User, s.backend.Password = cfg.Backend(u)
-			s.backend.Direct = &s.p.conns
-			return true
+// authenticate runs the login's exchange for the account hr names, with
+// its plugin, and when the password is right sets the account the session
+// uses on the nodes. sent says whether the client sent a password. An
+// unknown user goes through mysql_native_password and is refused.
+func (s *session) authenticate(cfg *config.Config, hr mysqlproto.HandshakeResponse, salt []byte) (ok, sent bool, err error) {
+	var u *config.User
+	for i := range cfg.Users {
+		if cfg.Users[i].Name == hr.User {
+			u = &cfg.Users[i]
 		}
 	}
-	return false
+	plugin := mysqlproto.NativePassword
+	if u != nil && u.Plugin == mysqlproto.CachingSha2 {
+		plugin = mysqlproto.CachingSha2
+	}
+	auth := hr.AuthResponse
+	if hr.AuthPlugin != plugin && (hr.AuthPlugin != "" || plugin != mysqlproto.NativePassword) {
+		if hr.Capabilities&mysqlproto.CapPluginAuth == 0 {
+			return false, len(auth) > 0, nil // cannot be asked to switch
+		}
+		if auth, err = s.exchange(mysqlproto.AppendAuthSwitch(nil, plugin, salt)); err != nil {
+			return false, false, err
+		}
+	}
+	sent = len(auth) > 0
+	switch {
+	case u == nil:
+		return false, sent, nil
+	case plugin == mysqlproto.NativePassword:
+		ok = mysqlproto.CheckNative(salt, auth, u.Password)
+	default:
+		ok, err = s.cachingSha2(u, salt, auth)
+	}
+	if ok {
+		s.backend.User, s.backend.Password = cfg.Backend(*u)
+		s.backend.Direct = &s.p.conns
+		s.backend.TLS = s.p.backendTLS
+	}
+	return ok, sent, err
+}
+
+// cachingSha2 checks caching_sha2_password's answer auth, as MySQL does:
+// the scramble (the fast path) when the user passed the full
+// authentication since the proxy started with the same password;
+// otherwise it asks for the password, which comes in the clear over TLS
+// and RSA-encrypted with the proxy's key without it.
+func (s *session) cachingSha2(u *config.User, salt, auth []byte) (bool, error) {
+	if len(auth) == 0 {
+		return u.Password == "", nil
+	}
+	if s.p.sha2Cached(u.Name, u.Password) {
+		if !mysqlproto.CheckSha2(salt, auth, u.Password) {
+			return false, nil
+		}
+		return true, s.c.WritePacket([]byte{mysqlauth.MoreData, mysqlauth.FastAuthOK})
+	}
+	pkt, err := s.exchange([]byte{mysqlauth.MoreData, mysqlauth.FullAuth})
+	if err != nil {
+		return false, err
+	}
+	var password []byte
+	switch {
+	case s.tls:
+		password = bytes.TrimSuffix(pkt, []byte{0})
+	case len(pkt) == 1 && pkt[0] == mysqlauth.PublicKeyRequest && s.p.rsaKey != nil:
+		ct, err := s.exchange(append([]byte{mysqlauth.MoreData}, mysqlauth.PublicKeyPEM(s.p.rsaKey)...))
+		if err != nil {
+			return false, err
+		}
+		if password, err = mysqlauth.DecryptPassword(s.p.rsaKey, ct, salt); err != nil {
+			return false, nil
+		}
+	default:
+		return false, nil // a password in the clear without TLS is not taken
+	}
+	if subtle.ConstantTimeCompare(password, []byte(u.Password)) != 1 {
+		return false, nil
+	}
+	s.p.sha2Remember(u.Name, u.Password)
+	return true, nil
+}
+
+// exchange sends the login packet p and reads the client's answer.
+func (s *session) exchange(p []byte) ([]byte, error) {
+	if err := s.c.WritePacket(p); err != nil {
+		return nil, err
+	}
+	if err := s.c.Flush(); err != nil {
+		return nil, err
+	}
+	return s.read()
 }
 
 // checkDB verifies that db exists by making it the default database of
@@ -282,7 +378,7 @@ func (s *session) readCommand() ([]byte, error) {
 // the goodbye.
 func (s *session) timeOut() {
 	s.inactive.Store(true)
-	if c, ok := s.c.Conn.(interface{ CloseRead() error }); ok && c.CloseRead() == nil {
+	if c, ok := s.raw.(interface{ CloseRead() error }); ok && c.CloseRead() == nil {
 		return
 	}
 	s.c.Close()

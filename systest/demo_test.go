@@ -96,8 +96,9 @@ func testDemo(t *testing.T, withTLS bool) {
 		}
 		lines = nil
 	}
-	addrs := map[string]string{} // name -> host:port of its mysql line
-	https := map[string]string{} // name -> its /status URL
+	addrs := map[string]string{}     // name -> host:port of its mysql line
+	https := map[string]string{}     // name -> its /status URL
+	passwords := map[string]string{} // name -> its -p option's password
 	caFile := ""
 	for _, l := range lines {
 		f := strings.Fields(l)
@@ -106,6 +107,9 @@ func testDemo(t *testing.T, withTLS bool) {
 			https[f[0]] = strings.Trim(f[len(f)-1], "()")
 			if len(f) >= 10 && f[8] == "--ssl-ca" {
 				caFile = f[9]
+			}
+			if len(f) >= 9 && strings.HasPrefix(f[8], "-p") {
+				passwords[f[0]] = ":" + f[8][2:]
 			}
 		}
 		if i := strings.Index(l, "data in "); i >= 0 {
@@ -117,8 +121,11 @@ func testDemo(t *testing.T, withTLS bool) {
 			t.Fatalf("the demo printed no mysql command for %s:\n%s", name, strings.Join(lines, "\n"))
 		}
 	}
+	if passwords["proxy"] == "" {
+		t.Fatalf("the demo printed no password for the proxy's root:\n%s", strings.Join(lines, "\n"))
+	}
 	open := func(name, params string) *sql.DB {
-		db, err := sql.Open("mysql", "root@tcp("+addrs[name]+")/?timeout=5s&readTimeout=30s"+params)
+		db, err := sql.Open("mysql", "root"+passwords[name]+"@tcp("+addrs[name]+")/?timeout=5s&readTimeout=30s"+params)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,6 +133,17 @@ func testDemo(t *testing.T, withTLS bool) {
 		return db
 	}
 	px := open("proxy", "")
+	// the proxy's root needs the password it printed
+	if err := func() error {
+		db, err := sql.Open("mysql", "root@tcp("+addrs["proxy"]+")/?timeout=5s")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return db.Ping()
+	}(); err == nil || !strings.Contains(err.Error(), "1045") {
+		t.Fatalf("the demo proxy's root without a password: %v, want 1045", err)
+	}
 	mustExec(t, px, "CREATE DATABASE shop")
 	mustExec(t, px, "CREATE TABLE shop.orders (id INT AUTO_INCREMENT PRIMARY KEY, item VARCHAR(20))")
 	for i := 0; i < 20; i++ {

@@ -32,19 +32,49 @@ type proxyProc struct {
 	Config  string
 	LogPath string
 	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited
 }
 
 // startProxy starts a proxy in front of c (it is given only the first
 // node's HTTP address and learns the others); cfgJSON, if not empty, is
-// written to its configuration file.
-func startProxy(t *testing.T, c *testcluster.Cluster, cfgJSON string) *proxyProc {
+// written to its configuration file, with an account root without a
+// password (the nodes' root) when it lists no users; args are more flags.
+func startProxy(t *testing.T, c *testcluster.Cluster, cfgJSON string, args ...string) *proxyProc {
+	t.Helper()
+	p := launchProxy(t, c, withRootUser(t, cfgJSON), args...)
+	if !p.waitReady(len(c.Nodes)) {
+		t.Fatalf("proxy did not find the cluster")
+	}
+	return p
+}
+
+// withRootUser adds the account root without a password to the
+// configuration cfgJSON ("": none) when it lists no users.
+func withRootUser(t *testing.T, cfgJSON string) string {
+	t.Helper()
+	cfg := map[string]any{}
+	if cfgJSON != "" {
+		if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := cfg["users"]; !ok {
+		cfg["users"] = []any{map[string]any{"name": "root"}}
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// launchProxy starts a proxy process with the configuration cfgJSON and
+// does not wait for it.
+func launchProxy(t *testing.T, c *testcluster.Cluster, cfgJSON string, args ...string) *proxyProc {
 	t.Helper()
 	dir := t.TempDir()
 	p := &proxyProc{t: t, Addr: testcluster.FreePort(t), Admin: testcluster.FreePort(t),
 		Config: filepath.Join(dir, "proxy.json"), LogPath: filepath.Join(dir, "proxy.log")}
-	if cfgJSON == "" {
-		cfgJSON = "{}"
-	}
 	if err := os.WriteFile(p.Config, []byte(cfgJSON), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -52,41 +82,54 @@ func startProxy(t *testing.T, c *testcluster.Cluster, cfgJSON string) *proxyProc
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(testcluster.Binary(t), "proxy", "--listen", p.Addr, "--admin-listen", p.Admin,
-		"--cluster", c.Nodes[0].HTTPAddr, "--config", p.Config)
+	p.cmd = exec.Command(testcluster.Binary(t), append([]string{"proxy", "--listen", p.Addr, "--admin-listen", p.Admin,
+		"--cluster", c.Nodes[0].HTTPAddr, "--config", p.Config}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
+	p.done = make(chan struct{})
 	go func() {
 		_ = p.cmd.Wait()
 		logf.Close()
-		close(done)
+		close(p.done)
 	}()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
-		<-done
+		<-p.done
 		if t.Failed() {
-			b, _ := os.ReadFile(p.LogPath)
-			t.Logf("proxy log:\n%s", tail(string(b), 40))
+			t.Logf("proxy log:\n%s", tail(p.log(), 40))
 		}
 	})
+	return p
+}
+
+// waitReady waits up to 30 s for the proxy to know a writer and readers
+// readers; false if it did not, or exited.
+func (p *proxyProc) waitReady(readers int) bool {
 	deadline := time.Now().Add(30 * time.Second)
-	for {
+	for time.Now().Before(deadline) {
 		var st struct {
 			Writers []string `json:"writers"`
 			Readers []string `json:"readers"`
 		}
-		if p.get("/status", &st) == nil && len(st.Writers) > 0 && len(st.Readers) >= len(c.Nodes) {
-			return p
+		if p.get("/status", &st) == nil && len(st.Writers) > 0 && len(st.Readers) >= readers {
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("proxy did not find the cluster: %+v", st)
+		select {
+		case <-p.done:
+			return false
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	return false
+}
+
+// log is the proxy's output so far.
+func (p *proxyProc) log() string {
+	b, _ := os.ReadFile(p.LogPath)
+	return string(b)
 }
 
 func tail(s string, n int) string {
@@ -751,7 +794,7 @@ func testProxyRules(t *testing.T, c *testcluster.Cluster) {
 		t.Fatalf("digest missing from /stats/digest: %+v", digests)
 	}
 	// reload without restart
-	if err := os.WriteFile(p.Config, []byte(cfg(500)), 0o644); err != nil {
+	if err := os.WriteFile(p.Config, []byte(withRootUser(t, cfg(500))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.Post("http://"+p.Admin+"/reload", "application/json", nil)

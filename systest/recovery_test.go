@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,13 +183,21 @@ func TestCrashRecovery(t *testing.T) {
 	})
 }
 
-// TestRootPassword checks --root-password: no password or a wrong one is
-// refused with 1045, the right one works.
+// TestRootPassword checks --root-password-file: no password or a wrong
+// one is refused with 1045, the right one works, and the password is on
+// no command line.
 func TestRootPassword(t *testing.T) {
 	const pw = "s3cret-pw"
-	n := testcluster.NewNode(t, "pw1", "--root-password", pw)
+	file := filepath.Join(t.TempDir(), "root-password")
+	if err := os.WriteFile(file, []byte(pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := testcluster.NewNode(t, "pw1", "--root-password-file", file)
 	if err := n.StartNoWait(); err != nil {
 		t.Fatal(err)
+	}
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n.PID())); err != nil || strings.Contains(string(cmdline), pw) {
+		t.Fatalf("the root password on the node's command line %q (%v)", cmdline, err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -56,7 +56,7 @@ func main() {
 	bin := flag.String("certus", "", "certus binary (default: go build ./cmd/certus)")
 	probes := flag.Int("probes", 3000, "point reads of the latency probe")
 	profileDir := flag.String("profile", "", "save CPU profiles of the proxy and the nodes during (c) into this directory")
-	proxyCfg := flag.String("proxy-config", `{"rules": [{"name": "critical", "match": "/\\* critical \\*/", "critical": "sync_wait"}]}`,
+	proxyCfg := flag.String("proxy-config", `{"users": [{"name": "root"}], "rules": [{"name": "critical", "match": "/\\* critical \\*/", "critical": "sync_wait"}]}`,
 		"the proxy's configuration (JSON)")
 	splitCPUs := flag.Bool("split-cpus", false, "run the nodes on the first half of the CPUs and the clients, the proxy and HAProxy on the other half, as when the proxy runs on the application's hosts")
 	flag.Parse()

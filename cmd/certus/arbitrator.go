@@ -9,6 +9,7 @@ import (
 func arbitratorCmd() *cobra.Command {
 	var cfg node.ArbitratorConfig
 	var join, logLevel string
+	var clusterSecret *secret
 	cmd := &cobra.Command{
 		Use:   "arbitrator",
 		Short: "Run an arbitrator: a member that votes but stores no data (like garbd)",
@@ -23,6 +24,10 @@ when either data node is lost.
 
 Its peer certificate (certus cert issue --name garb) must carry its --name.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if cfg.ClusterSecret, err = clusterSecret.get(); err != nil {
+				return err
+			}
 			cfg.Join = splitList(join)
 			cfg.Logger = newLogger(logLevel)
 			a, err := node.StartArbitrator(cfg)
@@ -41,7 +46,7 @@ Its peer certificate (certus cert issue --name garb) must carry its --name.`,
 	f.StringVar(&cfg.HTTPAddr, "http-addr", "", "address of /health and /status (default: none)")
 	f.StringVar(&join, "join", "", "comma-separated peer addresses of the running cluster (required)")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "certus", "cluster name; must match the cluster's")
-	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "the cluster's shared secret")
+	clusterSecret = addSecret(f, "cluster-secret", "cluster-secret-file", "CERTUS_CLUSTER_SECRET", "the cluster's shared secret")
 	peerSecurityFlags(f, &cfg.PeerSecurity)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	_ = cmd.MarkFlagRequired("data-dir")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -156,11 +158,20 @@ their SQL ports offer TLS, with certificates from a CA made in <data-dir>/tls.`,
 				}
 			}
 			nodeProcs := procs
+			// the proxy's root account has a password of its own (the
+			// nodes admit root from loopback only, the proxy's clients
+			// come from wherever --host lets them)
+			var proxyPassword string
 			if proxyAddr != "" {
 				px := &proc{name: "proxy", sql: proxyAddr, http: proxyAdmin}
 				procs = append(procs, px)
+				cfgPath := filepath.Join(dataDir, "proxy.json")
+				if proxyPassword, err = writeDemoProxyConfig(cfgPath); err != nil {
+					stopAll()
+					return err
+				}
 				if err := start(px, "proxy", "--listen", proxyAddr, "--admin-listen", proxyAdmin,
-					"--cluster", strings.Join(https, ",")); err != nil {
+					"--cluster", strings.Join(https, ","), "--config", cfgPath); err != nil {
 					return err
 				}
 				if err := waitProxy(proxyAdmin, len(nodeProcs), 30*time.Second); err != nil {
@@ -171,11 +182,14 @@ their SQL ports offer TLS, with certificates from a CA made in <data-dir>/tls.`,
 			fmt.Printf("\nCertus demo cluster is up: %d nodes, data in %s\n\n", nodes, dataDir)
 			for i, p := range procs {
 				h, port, _ := net.SplitHostPort(p.sql)
-				sslArgs := ""
-				if withTLS && i < len(nodeProcs) {
-					sslArgs = " --ssl-ca " + filepath.Join(caDir, "ca.pem")
+				login := "-u root"
+				if p.name == "proxy" {
+					login += " -p" + proxyPassword
 				}
-				fmt.Printf("  %-5s  mysql -h %s -P %s -u root%s      (http://%s/status)\n", p.name, h, port, sslArgs, p.http)
+				if withTLS && i < len(nodeProcs) {
+					login += " --ssl-ca " + filepath.Join(caDir, "ca.pem")
+				}
+				fmt.Printf("  %-5s  mysql -h %s -P %s %s      (http://%s/status)\n", p.name, h, port, login, p.http)
 			}
 			if withTLS {
 				fmt.Printf("\nPeer connections are mutual TLS; CA and certificates in %s.\n", caDir)
@@ -239,6 +253,22 @@ func portsFree(flag string, addrs ...string) error {
 		ln.Close()
 	}
 	return nil
+}
+
+// writeDemoProxyConfig writes the demo proxy's configuration to path: a
+// root account with a new random password, which it returns, that runs
+// as the nodes' root.
+func writeDemoProxyConfig(path string) (string, error) {
+	b := make([]byte, 9)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	password := base64.RawURLEncoding.EncodeToString(b)
+	cfg, err := json.Marshal(map[string]any{"users": []map[string]string{{"name": "root", "password": password, "backend_user": "root"}}})
+	if err != nil {
+		return "", err
+	}
+	return password, os.WriteFile(path, cfg, 0o600)
 }
 
 // waitProxy polls the proxy's admin /status at addr until it has a writer

@@ -9,12 +9,39 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/certusdb/certus/internal/adminauth"
 )
 
-// postAdmin POSTs to a node's HTTP admin endpoint and prints its answer.
-func postAdmin(httpAddr, path string) error {
+// adminClient is the HTTP address of a node and the admin token its
+// endpoints may require.
+type adminClient struct {
+	httpAddr string
+	token    *secret
+}
+
+// addAdminClient registers --http-addr (with usage addrUsage) and the
+// admin token's options on cmd.
+func addAdminClient(cmd *cobra.Command, addrUsage string) *adminClient {
+	a := &adminClient{}
+	cmd.Flags().StringVar(&a.httpAddr, "http-addr", "127.0.0.1:8080", addrUsage)
+	a.token = addSecret(cmd.Flags(), "", "admin-token-file", adminauth.EnvToken, "admin token of the node's HTTP port (the node's --admin-token-file)")
+	return a
+}
+
+// post POSTs to the node's HTTP admin endpoint path and prints its answer.
+func (a *adminClient) post(path string) error {
+	token, err := a.token.get()
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+a.httpAddr+path, nil)
+	if err != nil {
+		return err
+	}
+	adminauth.Authorize(req, token)
 	c := &http.Client{Timeout: 40 * time.Second}
-	resp, err := c.Post("http://"+httpAddr+path, "text/plain", nil)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}
@@ -29,7 +56,7 @@ func postAdmin(httpAddr, path string) error {
 }
 
 func leaveCmd() *cobra.Command {
-	var httpAddr string
+	var node *adminClient
 	cmd := &cobra.Command{
 		Use:   "leave",
 		Short: "Remove a running node from its cluster cleanly; the node then stops",
@@ -38,15 +65,15 @@ leads, its removal goes through the cluster's total order, and the node
 stops. The others keep their quorum (the cluster shrinks by one). To join
 again, start the node with an empty data dir and --join.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return postAdmin(httpAddr, "/leave")
+			return node.post("/leave")
 		},
 	}
-	cmd.Flags().StringVar(&httpAddr, "http-addr", "127.0.0.1:8080", "HTTP address of the node that leaves")
+	node = addAdminClient(cmd, "HTTP address of the node that leaves")
 	return cmd
 }
 
 func leadCmd() *cobra.Command {
-	var httpAddr string
+	var node *adminClient
 	cmd := &cobra.Command{
 		Use:   "lead",
 		Short: "Make a running node the cluster's leader",
@@ -58,15 +85,16 @@ writer) commits with one hop less when that node leads. Also moves the
 leader off a node before maintenance. Waits until the node leads (at most
 30 s).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return postAdmin(httpAddr, "/lead")
+			return node.post("/lead")
 		},
 	}
-	cmd.Flags().StringVar(&httpAddr, "http-addr", "127.0.0.1:8080", "HTTP address of the node to lead")
+	node = addAdminClient(cmd, "HTTP address of the node to lead")
 	return cmd
 }
 
 func removeCmd() *cobra.Command {
-	var httpAddr, name string
+	var node *adminClient
+	var name string
 	cmd := &cobra.Command{
 		Use:   "remove",
 		Short: "Remove a member that is gone for good, through any running member",
@@ -74,10 +102,10 @@ func removeCmd() *cobra.Command {
 			if name == "" {
 				return fmt.Errorf("--name is required")
 			}
-			return postAdmin(httpAddr, "/members/remove?name="+url.QueryEscape(name))
+			return node.post("/members/remove?name=" + url.QueryEscape(name))
 		},
 	}
-	cmd.Flags().StringVar(&httpAddr, "http-addr", "127.0.0.1:8080", "HTTP address of any running member")
+	node = addAdminClient(cmd, "HTTP address of any running member")
 	cmd.Flags().StringVar(&name, "name", "", "name (or id) of the member to remove")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/certusdb/certus/internal/adminauth"
 	"github.com/certusdb/certus/internal/gcfloor"
 	"github.com/certusdb/certus/node"
 	"github.com/certusdb/certus/storage"
@@ -21,6 +22,7 @@ func nodeCmd() *cobra.Command {
 	var cfg node.Config
 	var join string
 	var logLevel string
+	var adminToken, clusterSecret, rootPassword *secret
 	heapFloor := uint64(128 << 20)
 	rowCache := int64(storage.DefaultRowCacheBytes)
 	cmd := &cobra.Command{
@@ -35,8 +37,18 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 			if cfg.DataDir == "" {
 				return fmt.Errorf("--data-dir is required")
 			}
+			var err error
+			if cfg.AdminToken, err = adminToken.get(); err != nil {
+				return err
+			}
+			if cfg.ClusterSecret, err = clusterSecret.get(); err != nil {
+				return err
+			}
+			if cfg.RootPassword, err = rootPassword.get(); err != nil {
+				return err
+			}
 			if cfg.RootHost != "localhost" && cfg.RootPassword == "" {
-				return fmt.Errorf("--root-host %q lets root log in from other hosts: set --root-password too", cfg.RootHost)
+				return fmt.Errorf("--root-host %q lets root log in from other hosts: set a root password too (--root-password-file or CERTUS_ROOT_PASSWORD)", cfg.RootHost)
 			}
 			for _, v := range []struct {
 				flag string
@@ -70,10 +82,11 @@ the listed peers. Ctrl-C or SIGTERM shuts it down cleanly.`,
 	f.StringVar(&cfg.PeerAddr, "peer-addr", "127.0.0.1:4567", "address peers use to reach this node")
 	f.StringVar(&join, "join", "", "comma-separated peer addresses of a running cluster to join")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "certus", "cluster name (wsrep_cluster_name); must match on all members")
-	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared secret peers must prove they know; without peer certificates it also authenticates every peer frame")
+	clusterSecret = addSecret(f, "cluster-secret", "cluster-secret-file", "CERTUS_CLUSTER_SECRET", "shared secret peers must prove they know; without peer certificates it also authenticates every peer frame")
 	peerSecurityFlags(f, &cfg.PeerSecurity)
-	f.StringVar(&cfg.RootPassword, "root-password", "", "password of the built-in root account (default: none)")
-	f.StringVar(&cfg.RootHost, "root-host", "localhost", `host part of the built-in root account: "localhost" admits loopback clients only, "%" any host (needs --root-password; e.g. in a container, whose clients come from outside)`)
+	rootPassword = addSecret(f, "root-password", "root-password-file", "CERTUS_ROOT_PASSWORD", "password of the built-in root account (default: none, root logs in from loopback without one)")
+	f.StringVar(&cfg.RootHost, "root-host", "localhost", `host part of the built-in root account: "localhost" admits loopback clients only, "%" any host (needs a root password; e.g. in a container, whose clients come from outside)`)
+	adminToken = addSecret(f, "", "admin-token-file", adminauth.EnvToken, "token that POST /leave, /lead, /members/remove and /debug/ on the HTTP port require (without one, only clients on loopback may use them)")
 	f.BoolVar(&cfg.SSL, "ssl", true, "offer TLS on the SQL port (have_ssl); without --ssl-cert a self-signed CA and certificate are made in <data-dir>/tls, as MySQL's auto_generate_certs does")
 	f.StringVar(&cfg.SSLCert, "ssl-cert", "", "SQL port's certificate (PEM); SIGHUP or ALTER INSTANCE RELOAD TLS reads it again")
 	f.StringVar(&cfg.SSLKey, "ssl-key", "", "key of --ssl-cert (PEM)")

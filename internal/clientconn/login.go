@@ -1,14 +1,11 @@
 package clientconn
 
 import (
-	"crypto/rsa"
-	"crypto/sha1"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
-	"encoding/pem"
-	"errors"
 	"net"
+
+	"github.com/certusdb/certus/internal/mysqlauth"
 )
 
 // The login exchange, which this layer takes part in:
@@ -31,18 +28,11 @@ import (
 //     true; a password in the clear without TLS fails to decrypt and is
 //     refused with 1045).
 
-// Capability flags and packet bytes of the login.
-const (
-	clientSSL        = 1 << 11
-	sslRequestLength = 32
-	moreData         = 0x01
-	fullAuth         = 0x04 // in a more-data packet: send the password
-	publicKeyRequest = 0x02 // a client's answer to fullAuth without TLS
-	authSwitch       = 0xfe
-)
+// authSwitch starts an AuthSwitchRequest packet.
+const authSwitch = 0xfe
 
 var (
-	errInsecure = sqlError{3159, "HY000", "Connections using insecure transport are prohibited while --require_secure_transport=ON."}
+	errInsecure = sqlError{mysqlauth.InsecureCode, mysqlauth.InsecureState, mysqlauth.InsecureMsg}
 	errDenied   = sqlError{1045, "28000", "Access denied: the password could not be decrypted"}
 )
 
@@ -55,7 +45,7 @@ type login struct {
 	shift     byte // packets the client is ahead of the server by
 	responded bool // the handshake response went to the server
 	salt      []byte
-	password  bool // the server asked for the password (fullAuth)
+	password  bool // the server asked for the password (FullAuth)
 	server    int  // server packets seen
 }
 
@@ -110,7 +100,7 @@ func (c *Conn) clientPacket(pkt []byte) error {
 		if len(payload) >= 4 {
 			c.flags = binary.LittleEndian.Uint32(payload)
 		}
-		if len(payload) == sslRequestLength && c.flags&clientSSL != 0 {
+		if len(payload) == mysqlauth.SSLRequestLength && c.flags&mysqlauth.ClientSSL != 0 {
 			return c.startTLS(pkt[3])
 		}
 		l.responded = true
@@ -123,12 +113,12 @@ func (c *Conn) clientPacket(pkt []byte) error {
 			break // the password in the clear, over TLS
 		}
 		key := c.l.lim.RSAKey
-		if len(payload) == 1 && payload[0] == publicKeyRequest && key != nil {
+		if len(payload) == 1 && payload[0] == mysqlauth.PublicKeyRequest && key != nil {
 			l.password = true
 			l.shift += 2 // the request and the answer, the server sees neither
-			return c.writeRaw(packet(pkt[3]+1, append([]byte{moreData}, publicKeyPEM(key)...)))
+			return c.writeRaw(packet(pkt[3]+1, append([]byte{mysqlauth.MoreData}, mysqlauth.PublicKeyPEM(key)...)))
 		}
-		password, err := decryptPassword(key, payload, l.salt)
+		password, err := mysqlauth.DecryptPassword(key, payload, l.salt)
 		if err != nil {
 			return c.refuse(errDenied, pkt[3]+1)
 		}
@@ -208,7 +198,7 @@ func (c *Conn) serverPacket(pkt []byte) error {
 		if i := indexByte(payload[1:], 0); i >= 0 {
 			l.salt = trimNUL(payload[2+i:])
 		}
-	case payload[0] == moreData && len(payload) == 2 && payload[1] == fullAuth:
+	case payload[0] == mysqlauth.MoreData && len(payload) == 2 && payload[1] == mysqlauth.FullAuth:
 		l.password = true
 	case payload[0] == 0x00:
 		ok = true
@@ -290,7 +280,7 @@ func greetingCaps(g []byte) int {
 // offerTLS sets CLIENT_SSL in a greeting.
 func offerTLS(g []byte) {
 	if i := greetingCaps(g); i >= 0 {
-		g[i+1] |= clientSSL >> 8
+		g[i+1] |= mysqlauth.ClientSSL >> 8
 	}
 }
 
@@ -326,35 +316,6 @@ func trimNUL(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return append([]byte(nil), b...)
-}
-
-// publicKeyPEM is key's public half as the PEM a client asks for.
-func publicKeyPEM(key *rsa.PrivateKey) []byte {
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		return nil
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-}
-
-// decryptPassword recovers the password of caching_sha2_password's RSA
-// exchange: RSA-OAEP (SHA-1) of the password and a NUL, XORed with the
-// scramble repeated.
-func decryptPassword(key *rsa.PrivateKey, ct, salt []byte) ([]byte, error) {
-	if key == nil || len(salt) == 0 {
-		return nil, errors.New("no RSA key")
-	}
-	pt, err := rsa.DecryptOAEP(sha1.New(), nil, key, ct, nil)
-	if err != nil {
-		return nil, err
-	}
-	for i := range pt {
-		pt[i] ^= salt[i%len(salt)]
-	}
-	if len(pt) == 0 || pt[len(pt)-1] != 0 {
-		return nil, errors.New("no NUL after the password")
-	}
-	return pt[:len(pt)-1], nil
 }
 
 // prefixConn is a connection whose first reads return pre.

@@ -16,6 +16,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/certusdb/certus/internal/mysqlauth"
 )
 
 // selfSigned is a TLS configuration with a fresh self-signed certificate.
@@ -59,7 +61,7 @@ func fullAuthServer(want string) func(*Conn) {
 		if _, err := readServerPacket(c); err != nil { // the handshake response
 			return
 		}
-		if _, err := c.Write(packet(2, []byte{moreData, fullAuth})); err != nil {
+		if _, err := c.Write(packet(2, []byte{mysqlauth.MoreData, mysqlauth.FullAuth})); err != nil {
 			return
 		}
 		pw, err := readServerPacket(c)
@@ -128,7 +130,7 @@ func response(flags uint32) []byte {
 }
 
 // sslRequest is a client's request for TLS.
-func sslRequest() []byte { return response(clientSSL | 1<<9)[:sslRequestLength] }
+func sslRequest() []byte { return response(mysqlauth.ClientSSL | 1<<9)[:mysqlauth.SSLRequestLength] }
 
 // Over TLS the password goes in the clear, and the sequence numbers the
 // client sees run on from its SSL request, which the server never sees.
@@ -141,7 +143,7 @@ func TestLoginOverTLS(t *testing.T) {
 
 	cl := &client{c: dial(t, l)}
 	g := cl.recv(t)
-	if g[greetingCaps(g)+1]&(clientSSL>>8) == 0 {
+	if g[greetingCaps(g)+1]&(mysqlauth.ClientSSL>>8) == 0 {
 		t.Fatal("the greeting does not offer TLS")
 	}
 	cl.send(t, sslRequest())
@@ -150,8 +152,8 @@ func TestLoginOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.c = tc
-	cl.send(t, response(clientSSL|1<<9))
-	if p := cl.recv(t); !bytes.Equal(p, []byte{moreData, fullAuth}) {
+	cl.send(t, response(mysqlauth.ClientSSL|1<<9))
+	if p := cl.recv(t); !bytes.Equal(p, []byte{mysqlauth.MoreData, mysqlauth.FullAuth}) {
 		t.Fatalf("got %x, want the request for the password", p)
 	}
 	cl.send(t, []byte("secret\x00"))
@@ -192,10 +194,10 @@ func TestLoginWithRSA(t *testing.T) {
 	cl.recv(t)
 	cl.send(t, response(1<<9))
 	cl.recv(t) // the request for the password
-	cl.send(t, []byte{publicKeyRequest})
+	cl.send(t, []byte{mysqlauth.PublicKeyRequest})
 	p := cl.recv(t)
 	block, _ := pem.Decode(p[1:])
-	if p[0] != moreData || block == nil {
+	if p[0] != mysqlauth.MoreData || block == nil {
 		t.Fatalf("public key answered %q", p)
 	}
 	pub, err := x509.ParsePKIXPublicKey(block.Bytes)

@@ -46,6 +46,19 @@ func NewServer(files Files) (*Server, error) {
 	return s, nil
 }
 
+// NewServerOrAuto reads files or, when files.Cert is empty, the
+// self-signed CA and certificate for name that AutoServer keeps in dir.
+func NewServerOrAuto(files Files, dir, name string) (*Server, error) {
+	if files.Cert == "" {
+		auto, err := AutoServer(dir, name)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		files = auto
+	}
+	return NewServer(files)
+}
+
 // Files are the files s reads.
 func (s *Server) Files() Files { return s.files }
 

@@ -33,7 +33,7 @@ func TestAlive(t *testing.T) {
 		if direct {
 			nc = directio.New(nc, &directio.Group{PerProc: 1})
 		}
-		c := &Conn{pc: mysqlproto.NewConn(nc)}
+		c := &Conn{pc: mysqlproto.NewConn(nc), raw: nc}
 		t.Cleanup(func() { c.Close(); node.Close() })
 		return c, node
 	}

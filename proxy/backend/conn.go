@@ -8,6 +8,7 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/certusdb/certus/internal/directio"
+	"github.com/certusdb/certus/internal/mysqlauth"
 	"github.com/certusdb/certus/proxy/mysqlproto"
 )
 
@@ -50,6 +52,10 @@ type Options struct {
 	// blocked in read(2) outside Go's poller while few are open
 	// (internal/directio); nil keeps the poller.
 	Direct *directio.Group
+	// TLS, when set, is the TLS the connection must use (a node that
+	// does not offer it is refused); its ServerName is the node's host
+	// unless it skips verification.
+	TLS *tls.Config
 }
 
 // Stmt is a statement prepared on one backend connection.
@@ -66,6 +72,8 @@ type Stmt struct {
 // Conn is one authenticated connection to a node.
 type Conn struct {
 	pc *mysqlproto.Conn
+	// raw is the socket (or its directio.Conn) under pc, TLS or not.
+	raw net.Conn
 	// Node and Addr identify the node.
 	Node string
 	Addr string
@@ -102,7 +110,7 @@ type Conn struct {
 // setIdle tells the connection's direct I/O (Options.Direct) whether it
 // sits in the pool, where nothing waits on it.
 func (c *Conn) setIdle(idle bool) {
-	if d, ok := c.pc.Conn.(*directio.Conn); ok {
+	if d, ok := c.raw.(*directio.Conn); ok {
 		d.SetIdle(idle)
 	}
 }
@@ -125,7 +133,7 @@ func Dial(ctx context.Context, node, addr string, opt Options) (*Conn, error) {
 			nc = d
 		}
 	}
-	c := &Conn{pc: mysqlproto.NewConn(nc), Node: node, Addr: addr, User: opt.User, Vars: map[string]string{}, stmts: map[string]*Stmt{}}
+	c := &Conn{pc: mysqlproto.NewConn(nc), raw: nc, Node: node, Addr: addr, User: opt.User, Vars: map[string]string{}, stmts: map[string]*Stmt{}}
 	c.pc.SetDeadlineIn(opt.DialTimeout)
 	if err := c.handshake(opt); err != nil {
 		nc.Close()
@@ -155,6 +163,11 @@ func (c *Conn) handshake(opt Options) error {
 	}
 	c.Caps = wantCaps & g.Capabilities
 	c.Status = g.Status
+	if opt.TLS != nil {
+		if err := c.startTLS(opt.TLS, g.Capabilities); err != nil {
+			return err
+		}
+	}
 	plugin := g.AuthPlugin
 	if plugin != mysqlproto.CachingSha2 {
 		plugin = mysqlproto.NativePassword
@@ -199,15 +212,49 @@ func (c *Conn) handshake(opt Options) error {
 			if err := c.pc.Flush(); err != nil {
 				return err
 			}
-		case 0x01: // caching_sha2_password: 3 = fast auth ok, 4 = full auth needed
-			if len(p) > 1 && p[1] == 4 {
-				return fmt.Errorf("%w: caching_sha2_password full authentication needs TLS", ErrAuth)
+		case mysqlauth.MoreData: // caching_sha2_password: fast auth ok, or full auth needed
+			if len(p) > 1 && p[1] == mysqlauth.FullAuth {
+				if opt.TLS == nil {
+					return fmt.Errorf("%w: caching_sha2_password full authentication needs TLS (backend_tls)", ErrAuth)
+				}
+				if err := c.pc.WritePacket(append([]byte(opt.Password), 0)); err != nil {
+					return err
+				}
+				if err := c.pc.Flush(); err != nil {
+					return err
+				}
 			}
 		default:
 			return fmt.Errorf("%w: unexpected auth packet 0x%02x", ErrProtocol, p[0])
 		}
 	}
 	return fmt.Errorf("%w: authentication did not finish", ErrProtocol)
+}
+
+// startTLS asks the node for TLS (an SSL request: a handshake response
+// cut after the capabilities) and runs the handshake; serverCaps are the
+// greeting's.
+func (c *Conn) startTLS(cfg *tls.Config, serverCaps uint32) error {
+	if serverCaps&mysqlproto.CapSSL == 0 {
+		return fmt.Errorf("%w: the node does not offer TLS", ErrAuth)
+	}
+	if !cfg.InsecureSkipVerify {
+		host, _, err := net.SplitHostPort(c.Addr)
+		if err != nil {
+			return err
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	c.Caps |= mysqlproto.CapSSL
+	req := mysqlproto.AppendHandshakeResponse(nil, mysqlproto.HandshakeResponse{Capabilities: c.Caps, MaxPacket: mysqlproto.DefaultMaxPayload, Charset: 45})
+	if err := c.pc.WritePacket(req[:mysqlauth.SSLRequestLength]); err != nil {
+		return err
+	}
+	if err := c.pc.StartTLS(cfg, false); err != nil {
+		return fmt.Errorf("%w: TLS to %s: %v", ErrAuth, c.Addr, err)
+	}
+	return nil
 }
 
 func scramble(plugin string, salt []byte, password string) []byte {
@@ -229,7 +276,7 @@ func (c *Conn) Sent() int64 { return c.pc.Sent() }
 // connection would fail, and the proxy could not tell it from one that
 // the node was running when it went away, which it must not run again
 // elsewhere (see Sent).
-func (c *Conn) alive() bool { return c.pc.Buffered() == 0 && peerQuiet(c.pc.Conn) }
+func (c *Conn) alive() bool { return c.pc.Buffered() == 0 && peerQuiet(c.raw) }
 
 // Close closes the connection.
 func (c *Conn) Close() error {

@@ -20,12 +20,20 @@ var ErrInvalid = errors.New("invalid proxy configuration")
 type User struct {
 	Name     string `json:"name"`
 	Password string `json:"password"`
+	// PasswordEnv names an environment variable that holds the password,
+	// instead of Password: the file then holds no secret.
+	PasswordEnv string `json:"password_env"`
 	// BackendUser and BackendPassword are the account this user's
 	// statements run as on the nodes. Default: Config.BackendUser when
 	// set, else the user's own name and password (as ProxySQL does), so
-	// the nodes' grants apply to the user.
-	BackendUser     string `json:"backend_user"`
-	BackendPassword string `json:"backend_password"`
+	// the nodes' grants apply to the user. BackendPasswordEnv is as
+	// PasswordEnv.
+	BackendUser        string `json:"backend_user"`
+	BackendPassword    string `json:"backend_password"`
+	BackendPasswordEnv string `json:"backend_password_env"`
+	// Plugin is the authentication plugin clients log in with:
+	// mysql_native_password (default) or caching_sha2_password.
+	Plugin string `json:"plugin"`
 }
 
 // Duration is a time.Duration written as a string ("100ms") in JSON.
@@ -63,14 +71,16 @@ type Config struct {
 	// Cluster lists nodes' HTTP addresses (--http-addr) to learn the
 	// cluster from.
 	Cluster []string `json:"cluster"`
-	// Users are the accounts clients log in with (default: root with no
-	// password).
+	// Users are the accounts clients log in with; there is no default
+	// account, so a proxy without users does not start.
 	Users []User `json:"users"`
 	// BackendUser and BackendPassword, when BackendUser is set, are the
 	// account every user without one of its own runs as on the nodes.
 	// Default: none, each user logs in to the nodes as itself.
-	BackendUser     string `json:"backend_user"`
-	BackendPassword string `json:"backend_password"`
+	// BackendPasswordEnv is as User.PasswordEnv.
+	BackendUser        string `json:"backend_user"`
+	BackendPassword    string `json:"backend_password"`
+	BackendPasswordEnv string `json:"backend_password_env"`
 	// MaxWriters is the size of the writer hostgroup (default 1).
 	MaxWriters int `json:"max_writers"`
 	// WriterIsAlsoReader puts writers in the reader hostgroup too
@@ -108,6 +118,26 @@ type Config struct {
 	// WaitTimeout ends a logged-in client's connection once it has sent no
 	// command for this long (default 8h, as MySQL's wait_timeout).
 	WaitTimeout Duration `json:"wait_timeout"`
+	// SSL offers clients TLS (default true). SSLCert and SSLKey are its
+	// certificate and key, SSLCA the CA that verifies client certificates;
+	// without SSLCert a self-signed CA and certificate are made in
+	// DataDir/tls. SIGHUP and POST /reload read the files again.
+	SSL     *bool  `json:"ssl"`
+	SSLCert string `json:"ssl_cert"`
+	SSLKey  string `json:"ssl_key"`
+	SSLCA   string `json:"ssl_ca"`
+	// RequireSecureTransport refuses clients without TLS (error 3159), as
+	// MySQL's require_secure_transport.
+	RequireSecureTransport bool `json:"require_secure_transport"`
+	// DataDir holds the TLS material the proxy makes for itself and
+	// caching_sha2_password's RSA key (default: the configuration file's
+	// directory).
+	DataDir string `json:"data_dir"`
+	// BackendTLS makes the proxy's connections to the nodes use TLS;
+	// BackendSSLCA is the CA their certificates are verified with (none:
+	// encrypted, not verified).
+	BackendTLS   bool   `json:"backend_tls"`
+	BackendSSLCA string `json:"backend_ssl_ca"`
 	// Rules are the query rules, in order.
 	Rules []rules.Spec `json:"rules"`
 }
@@ -124,6 +154,9 @@ func Load(path string) (*Config, error) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 		}
 	}
+	if err := c.passwordsFromEnv(); err != nil {
+		return nil, err
+	}
 	c.fill()
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -131,10 +164,45 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
+// passwordsFromEnv reads the passwords named by *_env fields.
+func (c *Config) passwordsFromEnv() error {
+	if err := fromEnv(&c.BackendPassword, c.BackendPasswordEnv, "backend_password"); err != nil {
+		return err
+	}
+	for i := range c.Users {
+		u := &c.Users[i]
+		if err := fromEnv(&u.Password, u.PasswordEnv, "user "+u.Name+": password"); err != nil {
+			return err
+		}
+		if err := fromEnv(&u.BackendPassword, u.BackendPasswordEnv, "user "+u.Name+": backend_password"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fromEnv sets *password from the environment variable env, when env is
+// not "": a variable that is not set, or a password given both ways, is
+// an error.
+func fromEnv(password *string, env, what string) error {
+	if env == "" {
+		return nil
+	}
+	if *password != "" {
+		return fmt.Errorf("%w: %s given both in the file and in %s", ErrInvalid, what, env)
+	}
+	v, ok := os.LookupEnv(env)
+	if !ok {
+		return fmt.Errorf("%w: %s: environment variable %s is not set", ErrInvalid, what, env)
+	}
+	*password = v
+	return nil
+}
+
 func (c *Config) fill() {
 	t := true
-	if len(c.Users) == 0 {
-		c.Users = []User{{Name: "root"}}
+	if c.SSL == nil {
+		c.SSL = &t
 	}
 	if c.MaxWriters == 0 {
 		c.MaxWriters = 1
@@ -203,6 +271,15 @@ func (c *Config) Validate() error {
 	if c.ConnectTimeout < 0 || c.WaitTimeout < 0 {
 		return fmt.Errorf("%w: connect_timeout %v, wait_timeout %v", ErrInvalid, time.Duration(c.ConnectTimeout), time.Duration(c.WaitTimeout))
 	}
+	if (c.SSLCert == "") != (c.SSLKey == "") {
+		return fmt.Errorf("%w: ssl_cert and ssl_key go together", ErrInvalid)
+	}
+	if c.RequireSecureTransport && c.SSL != nil && !*c.SSL {
+		return fmt.Errorf("%w: require_secure_transport without ssl", ErrInvalid)
+	}
+	if len(c.Users) == 0 {
+		return fmt.Errorf("%w: no users: list the accounts clients log in with in the configuration file's \"users\" (the proxy has no default account)", ErrInvalid)
+	}
 	seen := map[string]bool{}
 	for _, u := range c.Users {
 		if u.Name == "" {
@@ -210,6 +287,9 @@ func (c *Config) Validate() error {
 		}
 		if seen[u.Name] {
 			return fmt.Errorf("%w: user %q listed twice", ErrInvalid, u.Name)
+		}
+		if u.Plugin != "" && u.Plugin != mysqlproto.NativePassword && u.Plugin != mysqlproto.CachingSha2 {
+			return fmt.Errorf("%w: user %q: plugin %q (%s or %s)", ErrInvalid, u.Name, u.Plugin, mysqlproto.NativePassword, mysqlproto.CachingSha2)
 		}
 		seen[u.Name] = true
 	}

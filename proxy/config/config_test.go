@@ -15,7 +15,6 @@ func TestBackendAccount(t *testing.T) {
 		wantName string
 		wantPass string
 	}{
-		{"default root", `{}`, "root", ""},
 		{"own account", `{"users": [{"name": "app", "password": "pw"}]}`, "app", "pw"},
 		{"shared account", `{"users": [{"name": "app", "password": "pw"}], "backend_user": "svc", "backend_password": "s"}`,
 			"svc", "s"},
@@ -32,10 +31,25 @@ func TestBackendAccount(t *testing.T) {
 	}
 }
 
+// TestPasswordEnv: passwords named by password_env and
+// backend_password_env come from the environment.
+func TestPasswordEnv(t *testing.T) {
+	t.Setenv("CERTUS_TEST_APP_PW", "app-pw")
+	t.Setenv("CERTUS_TEST_SVC_PW", "svc-pw")
+	c := load(t, `{"users": [{"name": "app", "password_env": "CERTUS_TEST_APP_PW"}], "backend_user": "svc", "backend_password_env": "CERTUS_TEST_SVC_PW"}`)
+	if name, pass := c.Backend(c.Users[0]); c.Users[0].Password != "app-pw" || name != "svc" || pass != "svc-pw" {
+		t.Errorf("password %q, backend %q %q", c.Users[0].Password, name, pass)
+	}
+}
+
 func TestInvalidUsers(t *testing.T) {
 	for _, js := range []string{
+		`{}`, // no default account
+		`{"users": []}`,
 		`{"users": [{"name": "app"}, {"name": "app", "password": "x"}]}`,
 		`{"users": [{"password": "x"}]}`,
+		`{"users": [{"name": "app", "password_env": "CERTUS_TEST_UNSET_VARIABLE"}]}`,
+		`{"users": [{"name": "app", "password": "x", "password_env": "HOME"}]}`,
 	} {
 		if _, err := Load(write(t, js)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Load(%s) = %v, want ErrInvalid", js, err)
@@ -46,19 +60,20 @@ func TestInvalidUsers(t *testing.T) {
 // TestClientLimits: the client limits default to MySQL's and can be set;
 // values MySQL would refuse are refused.
 func TestClientLimits(t *testing.T) {
-	c := load(t, `{}`)
+	c := load(t, `{"users": [{"name": "app", "password": "pw"}]}`)
 	if c.MaxConnections != 151 || c.MaxAllowedPacket != 64<<20 || time.Duration(c.ConnectTimeout) != 10*time.Second ||
 		time.Duration(c.WaitTimeout) != 8*time.Hour {
 		t.Errorf("defaults: max_connections %d, max_allowed_packet %d, connect_timeout %v, wait_timeout %v",
 			c.MaxConnections, c.MaxAllowedPacket, time.Duration(c.ConnectTimeout), time.Duration(c.WaitTimeout))
 	}
-	c = load(t, `{"max_connections": 5, "max_allowed_packet": 4096, "connect_timeout": "2s", "wait_timeout": "1m"}`)
+	c = load(t, `{"users": [{"name": "app", "password": "pw"}], "max_connections": 5, "max_allowed_packet": 4096, "connect_timeout": "2s", "wait_timeout": "1m"}`)
 	if c.MaxConnections != 5 || c.MaxAllowedPacket != 4096 || time.Duration(c.ConnectTimeout) != 2*time.Second ||
 		time.Duration(c.WaitTimeout) != time.Minute {
 		t.Errorf("set: %+v", c)
 	}
 	for _, js := range []string{`{"max_connections": -1}`, `{"max_allowed_packet": 100}`, `{"max_allowed_packet": 2147483648}`,
 		`{"wait_timeout": "-1s"}`} {
+		js = `{"users": [{"name": "app", "password": "pw"}], ` + js[1:]
 		if _, err := Load(write(t, js)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Load(%s) = %v, want ErrInvalid", js, err)
 		}

@@ -7,6 +7,7 @@ package mysqlproto
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +60,39 @@ func NewConn(nc net.Conn) *Conn {
 	cw := &countingWriter{w: nc}
 	return &Conn{Conn: nc, r: bufio.NewReaderSize(nc, 16<<10), w: bufio.NewWriterSize(cw, 16<<10), cw: cw, MaxPayload: DefaultMaxPayload}
 }
+
+// StartTLS runs a TLS handshake over the connection, as the server when
+// server is set, and frames packets over TLS from then on; the sequence
+// id goes on. Bytes already read ahead from the peer are the start of the
+// handshake. Embedded Conn becomes the *tls.Conn.
+func (c *Conn) StartTLS(cfg *tls.Config, server bool) error {
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	raw := &readAhead{Conn: c.Conn, r: c.r}
+	var tc *tls.Conn
+	if server {
+		tc = tls.Server(raw, cfg)
+	} else {
+		tc = tls.Client(raw, cfg)
+	}
+	if err := tc.Handshake(); err != nil {
+		return err
+	}
+	c.Conn = tc
+	c.r = bufio.NewReaderSize(tc, 16<<10)
+	c.cw.w = tc
+	return nil
+}
+
+// readAhead is a connection whose reads go through the reader that may
+// hold bytes read ahead from it.
+type readAhead struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (a *readAhead) Read(p []byte) (int, error) { return a.r.Read(p) }
 
 // ResetSeq sets the next sequence id to 0 (a new command).
 func (c *Conn) ResetSeq() { c.seq = 0 }

@@ -134,7 +134,7 @@ type HandshakeResponse struct {
 
 // ParseHandshakeResponse parses a client's HandshakeResponse41. A short
 // packet carrying only the capabilities with CLIENT_SSL set is an SSL
-// request, which the proxy does not support: it returns an error.
+// request, which the caller answers before: here it is an error.
 func ParseHandshakeResponse(p []byte) (HandshakeResponse, error) {
 	var h HandshakeResponse
 	if len(p) < 32 {
@@ -150,7 +150,7 @@ func ParseHandshakeResponse(p []byte) (HandshakeResponse, error) {
 	user, pos, ok := ReadNullString(p, pos)
 	if !ok {
 		if h.Capabilities&CapSSL != 0 {
-			return h, fmt.Errorf("%w: TLS is not supported", ErrMalformed)
+			return h, fmt.Errorf("%w: TLS was not offered", ErrMalformed)
 		}
 		return h, fmt.Errorf("%w: user name", ErrMalformed)
 	}
@@ -252,6 +252,16 @@ func ScrambleSha2(salt []byte, password string) []byte {
 		h3[i] ^= h1[i]
 	}
 	return h3
+}
+
+// CheckSha2 reports whether resp is the caching_sha2_password fast-auth
+// response for password under salt.
+func CheckSha2(salt, resp []byte, password string) bool {
+	want := ScrambleSha2(salt, password)
+	if len(want) == 0 {
+		return len(resp) == 0
+	}
+	return subtle.ConstantTimeCompare(want, resp) == 1
 }
 
 // CheckNative reports whether resp is the mysql_native_password response

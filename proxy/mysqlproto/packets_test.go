@@ -231,3 +231,18 @@ func FuzzClientPackets(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckSha2 checks caching_sha2_password's fast-path check against
+// the scramble a client computes.
+func TestCheckSha2(t *testing.T) {
+	salt := []byte("0123456789abcdefghij")
+	if !CheckSha2(salt, ScrambleSha2(salt, "pw"), "pw") {
+		t.Error("the right scramble refused")
+	}
+	if CheckSha2(salt, ScrambleSha2(salt, "pw"), "other") || CheckSha2(salt, nil, "pw") {
+		t.Error("a wrong scramble accepted")
+	}
+	if !CheckSha2(salt, nil, "") || CheckSha2(salt, []byte{1}, "") {
+		t.Error("an empty password: only an empty answer")
+	}
+}
