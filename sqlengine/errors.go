@@ -157,6 +157,14 @@ var kindCodes = buildKindCodes([]struct {
 	{sql.ErrDatabaseAccessDeniedForUser, mysql.ERDBAccessDenied, "42000"},
 	{analyzererrors.ErrValidationGroupBy, mysql.ERWrongFieldWithGroup, "42000"},
 	{sql.ErrCheckConstraintViolated, erCheckConstraintViolated, "HY000"},
+	// values a column of a type cannot take (found by bench/difftest)
+	{types.ErrConvertingToTime, mysql.ERTruncatedWrongValue, "22007"},
+	{types.ErrConvertingToTimeOutOfRange, mysql.ERTruncatedWrongValue, "22007"},
+	{types.ErrConvertingToTimeType, mysql.ERTruncatedWrongValue, "22007"},
+	{types.ErrConvertingToYear, mysql.ERWarnDataOutOfRange, "22003"},
+	{types.ErrConvertingToDecimal, mysql.ERTruncatedWrongValueForField, "HY000"},
+	{types.ErrConvertingToEnum, mysql.ERWarnDataTruncated, "01000"},
+	{sql.ErrConvertingToSet, mysql.ERWarnDataTruncated, "01000"},
 })
 
 // erCheckConstraintViolated is MySQL's ER_CHECK_CONSTRAINT_VIOLATED.

@@ -126,4 +126,3 @@ func TestPeerPortFlood(t *testing.T) {
 		t.Fatalf("no refused peer connection logged:\n%s", log)
 	}
 }
-

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -307,35 +308,98 @@ func TestPeerSecurity(t *testing.T) {
 		}
 		stillThree("fake joins")
 	})
-	t.Run("Replay", func(t *testing.T) {
-		// n1 moves to another port and a relay takes its old one, which
-		// the others still dial: it records what they send n1
-		n1.Stop()
-		old := n1.PeerAddr
-		n1.PeerAddr = testcluster.FreePort(t)
-		r := startRelay(t, old, n1.PeerAddr)
-		n1.Start()
-		awaitApplied(t, c)
-		db2 := n2.DB("bank")
-		mustExec(t, db2, "UPDATE acct SET balance = balance + 100 WHERE id = 1")
-		mustExec(t, db2, "UPDATE acct SET balance = balance - 100 WHERE id = 1")
-		awaitApplied(t, c)
-		captured := r.captured()
-		if len(captured) == 0 {
-			t.Fatal("the relay captured nothing")
+	t.Run("Replay", func(t *testing.T) { replayCaptured(t, c, noRows) })
+}
+
+// replayCaptured moves c's n1 to another port, puts a relay on its old
+// one (which the others still dial) that records what they send n1 while
+// a balance goes up and down again, then replays each recorded connection
+// at n1: nothing may cross back (noRows) and the balance must stay 0 on
+// every node.
+func replayCaptured(t *testing.T, c *testcluster.Cluster, noRows func(string, []byte)) {
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	n1.Stop()
+	old := n1.PeerAddr
+	n1.PeerAddr = testcluster.FreePort(t)
+	r := startRelay(t, old, n1.PeerAddr)
+	n1.Start()
+	awaitApplied(t, c)
+	db2 := n2.DB("bank")
+	mustExec(t, db2, "UPDATE acct SET balance = balance + 100 WHERE id = 1")
+	mustExec(t, db2, "UPDATE acct SET balance = balance - 100 WHERE id = 1")
+	awaitApplied(t, c)
+	captured := r.captured()
+	if len(captured) == 0 {
+		t.Fatal("the relay captured nothing")
+	}
+	for _, b := range captured {
+		a := dialPeer(t, n1.PeerAddr, nil)
+		_, _ = a.c.Write(b)
+		noRows("replayed connection", a.rest())
+	}
+	awaitApplied(t, c)
+	for _, n := range c.Nodes {
+		if b := qInt(t, adhoc(n, "bank"), "SELECT balance FROM acct WHERE id = 1"); b != 0 {
+			t.Fatalf("%s: balance %d after the replay, want 0", n.Name, b)
 		}
-		for _, b := range captured {
-			a := dialPeer(t, n1.PeerAddr, nil)
-			_, _ = a.c.Write(b)
-			noRows("replayed connection", a.rest())
+	}
+}
+
+// TestPeerSecret attacks a cluster whose members share a secret (from
+// --cluster-secret-file) and no certificates: a stranger's hello and
+// state transfer request get no rows, a node with another secret does not
+// join, and captured connections replayed (the hello, the write-sets)
+// apply nothing: the listener challenges each connection with a fresh
+// nonce and every record carries a MAC of that connection's keys.
+func TestPeerSecret(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cret-of-the-cluster\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startPeerCluster(t, func(string) []string { return []string{"--cluster-secret-file", secret} })
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	for _, n := range c.Nodes {
+		if got := statusField(t, n, "peer_security"); got != "secret" {
+			t.Fatalf("%s: peer_security %v, want secret", n.Name, got)
 		}
-		awaitApplied(t, c)
-		for _, n := range c.Nodes {
-			if b := qInt(t, adhoc(n, "bank"), "SELECT balance FROM acct WHERE id = 1"); b != 0 {
-				t.Fatalf("%s: balance %d after the replay, want 0", n.Name, b)
+	}
+	const marker = "peersecret-marker-51c2"
+	db := n1.DB("")
+	mustExec(t, db, "CREATE DATABASE bank")
+	mustExec(t, db, "CREATE TABLE bank.acct (id INT PRIMARY KEY, balance INT, note VARCHAR(40))")
+	mustExec(t, db, "INSERT INTO bank.acct VALUES (1, 0, ?)", marker)
+	awaitApplied(t, c)
+	noRows := func(what string, got []byte) {
+		t.Helper()
+		if bytes.Contains(got, []byte(marker)) {
+			t.Fatalf("%s: a row crossed to the attacker", what)
+		}
+	}
+	t.Run("ForgedHello", func(t *testing.T) {
+		a := dialPeer(t, n2.PeerAddr, nil)
+		_, _ = a.hello(nodeID(t, n1))
+		a.send(peerStateTransfer, []byte("{}"))
+		noRows("state transfer request after a forged hello", a.rest())
+	})
+	t.Run("OtherSecret", func(t *testing.T) {
+		wrong := filepath.Join(t.TempDir(), "wrong")
+		if err := os.WriteFile(wrong, []byte("another secret"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		n := testcluster.NewNode(t, "n4", "--cluster-secret-file", wrong, "--join", n1.PeerAddr)
+		if err := n.StartNoWait(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(60 * time.Second); n.Running(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("n4 with another secret is still running: it should have been refused\n%s", n.LogTail(20))
 			}
 		}
+		if k := memberCount(t, n1); k != 3 {
+			t.Fatalf("n1 lists %d members after a join with another secret", k)
+		}
 	})
+	t.Run("Replay", func(t *testing.T) { replayCaptured(t, c, noRows) })
 }
 
 // relay forwards connections from its address to target and keeps what
