@@ -22,7 +22,7 @@ func benchClusterCmd() *cobra.Command {
 	var scenarios, anchors string
 	var tables, size, threads, tries int
 	var dur, staleTime time.Duration
-	var noGalera bool
+	var noGalera, tlsCost bool
 	var nodeFlags []string
 	cmd := &cobra.Command{
 		Use:   "cluster",
@@ -43,63 +43,39 @@ both and run, alternating which system goes first:
      wsrep_sync_wait 0 and 1, under oltp_write_only load on node 1
 
 Certus's raft leader is put on node 1 before each scenario (certus lead).
-Prints one table per scenario with both systems and the ratio. Holds
-/tmp/bench.lock while running.`,
+Prints one table per scenario with both systems and the ratio. With --tls
+it then starts both clusters again with TLS between their members and to
+their clients, runs the same scenarios, and prints what TLS cost each
+system in b and c. Holds /tmp/bench.lock while running.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			self, unlock, err := benchStart()
 			if err != nil {
 				return err
 			}
 			defer unlock()
-			progress("starting a 3-node certus cluster...")
-			c, err := bench.StartCertus(self, 3, append([]string{"--sync-commit=false"}, nodeFlags...)...)
+			r := clusterRun{self: self, anchors: anchors, noGalera: noGalera, nodeFlags: nodeFlags, tries: tries, staleTime: staleTime,
+				opts: bench.SysbenchOpts{Tables: tables, TableSize: size, Threads: threads, Time: dur}}
+			for _, sc := range strings.Split(scenarios, ",") {
+				sc = strings.TrimSpace(sc)
+				if !slices.Contains([]string{"b", "c", "d", "e"}, sc) {
+					return fmt.Errorf("unknown scenario %q (b, c, d, e)", sc)
+				}
+				r.scenarios = append(r.scenarios, sc)
+			}
+			plain, err := r.phase(nil)
+			if err != nil || !tlsCost {
+				return err
+			}
+			files, err := bench.MakeTLS("")
 			if err != nil {
 				return err
 			}
-			defer c.Stop()
-			systems := []cluster3{{"Certus", c.Targets()}}
-			if !noGalera && bench.AnchorsAvailable(anchors) {
-				progress("starting a 3-node Galera cluster (anchors cluster.sh)...")
-				g, err := bench.StartGalera(anchors, 3)
-				if err != nil {
-					return err
-				}
-				defer g.Stop()
-				systems = append(systems, cluster3{"Galera", g.Targets()})
-			} else if !noGalera {
-				progress("Galera or the anchor scripts (%s) are not installed: Certus only", anchors)
+			defer os.RemoveAll(files.Dir)
+			withTLS, err := r.phase(&files)
+			if err != nil {
+				return err
 			}
-			opts := bench.SysbenchOpts{Tables: tables, TableSize: size, Threads: threads, Time: dur}
-			for _, s := range systems {
-				progress("preparing %d x %d rows on %s node 1...", tables, size, s.name)
-				_ = bench.Sysbench(s.targets[0], "oltp_read_write", "cleanup", opts)
-				if r := bench.Sysbench(s.targets[0], "oltp_read_write", "prepare", opts); r.Failed {
-					return fmt.Errorf("prepare on %s: %s", s.name, r.FailureReason)
-				}
-			}
-			fmt.Printf("\n3-node clusters on one machine, sysbench 1.0.20, %d tables x %d rows, %s per run\n", tables, size, dur)
-			for _, sc := range strings.Split(scenarios, ",") {
-				// node 1 takes the writes of b, d and e: followers forward
-				// theirs to the leader, so it leads there (it does after the
-				// bootstrap; an election may have moved it)
-				if msg, err := c.Lead(1); err != nil {
-					progress("Certus: could not make node 1 the leader: %v", err)
-				} else {
-					progress("Certus: %s", msg)
-				}
-				switch strings.TrimSpace(sc) {
-				case "b":
-					scenarioB(systems, opts)
-				case "c":
-					scenarioC(systems, opts)
-				case "d":
-					scenarioD(systems, opts)
-				case "e":
-					scenarioE(systems, opts, tries, staleTime)
-				default:
-					return fmt.Errorf("unknown scenario %q (b, c, d, e)", sc)
-				}
-			}
+			printClusterTLSCost(plain, withTLS)
 			return nil
 		},
 	}
@@ -113,8 +89,125 @@ Prints one table per scenario with both systems and the ratio. Holds
 	f.DurationVar(&staleTime, "stale-time", 20*time.Second, "time limit of each stale-read probe (e)")
 	f.StringVar(&anchors, "anchors", defaultAnchors, "directory of the Galera/MariaDB anchor scripts")
 	f.BoolVar(&noGalera, "no-galera", false, "run Certus only")
+	f.BoolVar(&tlsCost, "tls", false, "run everything again with TLS (Certus: between members and to clients; Galera: socket.ssl_* and ssl_* of its nodes; sysbench --mysql-ssl=on) and report what TLS costs each")
 	f.StringArrayVar(&nodeFlags, "node-flag", nil, "a flag for every Certus node, e.g. --node-flag=--safe-reads (repeatable), to compare settings")
 	return cmd
+}
+
+// clusterRun is what one cluster benchmark runs.
+type clusterRun struct {
+	self, anchors string
+	noGalera      bool
+	nodeFlags     []string
+	scenarios     []string
+	opts          bench.SysbenchOpts
+	tries         int
+	staleTime     time.Duration
+}
+
+// phaseResults are the results of scenarios b and c of one phase, per
+// "scenario workload" and system, in the order they ran.
+type phaseResults struct {
+	systems []string
+	keys    []string
+	res     map[string][]bench.Result
+}
+
+func (p *phaseResults) add(key string, res []bench.Result) {
+	p.keys = append(p.keys, key)
+	p.res[key] = res
+}
+
+// phase starts the clusters (with TLS between members and to clients when
+// files is not nil), runs the scenarios on them, prints their tables and
+// stops the clusters.
+func (r clusterRun) phase(files *bench.TLSFiles) (*phaseResults, error) {
+	flags, scripts, over := append([]string{"--sync-commit=false"}, r.nodeFlags...), r.anchors, ""
+	if files != nil {
+		flags = append(append(flags, files.CertusFlags()...), files.PeerFlags()...)
+		over = " over TLS"
+	}
+	progress("starting a 3-node certus cluster%s...", over)
+	c, err := bench.StartCertus(r.self, 3, flags...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Stop()
+	systems := []cluster3{{"Certus", c.Targets()}}
+	if !r.noGalera && bench.AnchorsAvailable(r.anchors) {
+		if files != nil {
+			if scripts, err = files.AnchorScripts(r.anchors); err != nil {
+				return nil, err
+			}
+		}
+		progress("starting a 3-node Galera cluster%s (anchors cluster.sh)...", over)
+		g, err := bench.StartGalera(scripts, 3)
+		if err != nil {
+			return nil, err
+		}
+		defer g.Stop()
+		systems = append(systems, cluster3{"Galera", g.Targets()})
+	} else if !r.noGalera {
+		progress("Galera or the anchor scripts (%s) are not installed: Certus only", r.anchors)
+	}
+	out := &phaseResults{res: map[string][]bench.Result{}}
+	for i, s := range systems {
+		if files != nil {
+			systems[i].targets = nil
+			for _, t := range s.targets {
+				systems[i].targets = append(systems[i].targets, t.WithTLS(*files))
+			}
+		}
+		out.systems = append(out.systems, s.name)
+		progress("preparing %d x %d rows on %s node 1...", r.opts.Tables, r.opts.TableSize, s.name)
+		_ = bench.Sysbench(systems[i].targets[0], "oltp_read_write", "cleanup", r.opts)
+		if res := bench.Sysbench(systems[i].targets[0], "oltp_read_write", "prepare", r.opts); res.Failed {
+			return nil, fmt.Errorf("prepare on %s: %s", s.name, res.FailureReason)
+		}
+	}
+	fmt.Printf("\n3-node clusters%s on one machine, sysbench 1.0.20, %d tables x %d rows, %s per run\n", over, r.opts.Tables, r.opts.TableSize, r.opts.Time)
+	for _, sc := range r.scenarios {
+		// node 1 takes the writes of b, d and e: followers forward
+		// theirs to the leader, so it leads there (it does after the
+		// bootstrap; an election may have moved it)
+		if msg, err := c.Lead(1); err != nil {
+			progress("Certus: could not make node 1 the leader: %v", err)
+		} else {
+			progress("Certus: %s", msg)
+		}
+		switch sc {
+		case "b":
+			scenarioB(systems, r.opts, out)
+		case "c":
+			scenarioC(systems, r.opts, out)
+		case "d":
+			scenarioD(systems, r.opts)
+		case "e":
+			scenarioE(systems, r.opts, r.tries, r.staleTime)
+		}
+	}
+	return out, nil
+}
+
+// printClusterTLSCost prints, for each run of b and c, the throughput
+// each system lost to TLS and its p95 latency without and with it.
+func printClusterTLSCost(plain, withTLS *phaseResults) {
+	h := []string{"scenario", "workload"}
+	for _, s := range plain.systems {
+		h = append(h, s+" TLS cost (qps)", s+" p95 ms plain / TLS")
+	}
+	var rows [][]string
+	for _, key := range plain.keys {
+		sc, w, _ := strings.Cut(key, " ")
+		row := []string{sc, w}
+		for i := range plain.systems {
+			if i < len(withTLS.res[key]) {
+				row = append(row, tlsCostOf(plain.res[key][i], withTLS.res[key][i])...)
+			}
+		}
+		rows = append(rows, row)
+	}
+	fmt.Printf("\nThe cost of TLS (each cluster without and then with TLS between its members and to its clients, in the same run)\n\n%s", bench.Table(h, rows))
 }
 
 func progress(format string, args ...any) {
@@ -148,7 +241,7 @@ func ratioHeader(systems []cluster3, first []string, cols ...string) []string {
 	return h
 }
 
-func scenarioB(systems []cluster3, opts bench.SysbenchOpts) {
+func scenarioB(systems []cluster3, opts bench.SysbenchOpts, out *phaseResults) {
 	var rows [][]string
 	for round, w := range []string{"oltp_read_write", "oltp_point_select", "oltp_write_only"} {
 		res := make([]bench.Result, len(systems))
@@ -156,6 +249,7 @@ func scenarioB(systems []cluster3, opts bench.SysbenchOpts) {
 			progress("b: %s, %d threads on %s node 1", w, opts.Threads, s.name)
 			res[i] = bench.Sysbench(s.targets[0], w, "run", opts)
 		})
+		out.add("b "+w, res)
 		row := []string{w, fmt.Sprint(opts.Threads)}
 		for _, r := range res {
 			row = append(row, fmt.Sprintf("%.0f", r.TPS), fmt.Sprintf("%.0f", r.QPS), fmt.Sprintf("%.2f", r.P95Ms), fmt.Sprint(r.Errors))
@@ -165,7 +259,7 @@ func scenarioB(systems []cluster3, opts bench.SysbenchOpts) {
 	fmt.Printf("\nb. all load on node 1\n\n%s", bench.Table(ratioHeader(systems, []string{"workload", "threads"}, "tps", "qps", "p95 ms", "errors"), rows))
 }
 
-func scenarioC(systems []cluster3, opts bench.SysbenchOpts) {
+func scenarioC(systems []cluster3, opts bench.SysbenchOpts, out *phaseResults) {
 	per := opts
 	per.Threads = max(1, opts.Threads/3)
 	var rows [][]string
@@ -175,6 +269,7 @@ func scenarioC(systems []cluster3, opts bench.SysbenchOpts) {
 			progress("c: %s, %d threads on each %s node", w, per.Threads, s.name)
 			_, res[i] = bench.Spread(s.targets, w, per)
 		})
+		out.add("c "+w, res)
 		row := []string{w, fmt.Sprintf("3x%d", per.Threads)}
 		for _, r := range res {
 			row = append(row, fmt.Sprintf("%.0f", r.TPS), fmt.Sprintf("%.0f", r.QPS), fmt.Sprintf("%.1f", float64(r.Errors)/opts.Time.Seconds()))
