@@ -276,6 +276,7 @@ func StartGalera(dir string, n int, env ...string) (*Anchor, error) {
 		a.targets = append(a.targets, Target{Name: fmt.Sprintf("galera n%d", i), Host: "127.0.0.1", Port: 4306 + i, User: "sb", Password: "sb"})
 	}
 	if err := a.run("start", strconv.Itoa(n)); err != nil {
+		a.Stop() // the nodes that did start
 		return nil, err
 	}
 	return a, nil

@@ -92,7 +92,8 @@ func (f TLSFiles) ClientConfig() (*tls.Config, error) {
 // under f.Dir and returns it, with the server files in the configuration
 // they write: ssl_cert, ssl_key and ssl_ca for the clients of MariaDB and
 // of each Galera node, and socket.ssl_* for Galera's group communication
-// and IST. The settings go after the lines the scripts write today; a
+// and IST, which also make a joiner's rsync SST go through stunnel (the
+// stunnel4 package). The settings go after the lines the scripts write today; a
 // script that no longer writes them is an error, not a run without TLS.
 func (f TLSFiles) AnchorScripts(dir string) (string, error) {
 	out, err := os.MkdirTemp(f.Dir, "anchors-")
