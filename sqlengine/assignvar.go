@@ -111,6 +111,9 @@ func assignUserVars(q string) string {
 		return q
 	}
 	toks := lexTokens(q)
+	if unterminated(toks) {
+		return q // not a statement; rewriting it would move its quote
+	}
 	assigned := map[string]bool{}
 	for i := 0; i+1 < len(toks); i++ {
 		if toks[i].kind == 'v' && !strings.HasPrefix(toks[i].text, "@@") && toks[i+1].text == ":=" {

@@ -65,7 +65,9 @@ func (l *lexer) next(punct bool) string {
 	return ""
 }
 
-func (l *lexer) skipQuoted(q byte) {
+// skipQuoted moves past the quoted text that starts at l.i with quote q
+// and reports whether the text closes.
+func (l *lexer) skipQuoted(q byte) (closed bool) {
 	l.i++
 	for l.i < len(l.s) {
 		c := l.s[l.i]
@@ -79,9 +81,21 @@ func (l *lexer) skipQuoted(q byte) {
 				l.i++
 				continue
 			}
-			return
+			return true
 		}
 	}
+	return false
+}
+
+// unterminated reports whether toks (of lexTokens) end in a quoted text
+// that the statement never closes.
+func unterminated(toks []lexToken) bool {
+	if len(toks) == 0 || toks[len(toks)-1].kind != 'q' {
+		return false
+	}
+	t := toks[len(toks)-1].text
+	l := lexer{s: t}
+	return !l.skipQuoted(t[0])
 }
 
 func isWordByte(c byte) bool {
