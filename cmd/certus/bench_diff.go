@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -53,22 +54,16 @@ bench/difftest/testdata/seed1.json on a Certus node in go test.`,
 				return err
 			}
 			defer c.Stop()
-			progress("starting MariaDB (anchors single.sh)...")
-			m, err := bench.StartMariaDB(anchors)
-			if err != nil {
-				return err
-			}
-			defer m.Stop()
 			certus, err := bench.Open(c.Targets()[0])
 			if err != nil {
 				return err
 			}
 			defer certus.Close()
-			ref, err := bench.Open(m.Targets()[0])
+			ref, stop, err := startReference(anchors)
 			if err != nil {
 				return err
 			}
-			defer ref.Close()
+			defer stop()
 			reports, err := difftest.Run(context.Background(), certus, ref, opts)
 			printDiffReports(reports, seed)
 			return err
@@ -87,17 +82,11 @@ bench/difftest/testdata/seed1.json on a Certus node in go test.`,
 // recordDiffCases writes the cases of opts with the answers of the
 // anchors' MariaDB to file.
 func recordDiffCases(anchors, file string, opts difftest.Options) error {
-	progress("starting MariaDB (anchors single.sh)...")
-	m, err := bench.StartMariaDB(anchors)
+	ref, stop, err := startReference(anchors)
 	if err != nil {
 		return err
 	}
-	defer m.Stop()
-	ref, err := bench.Open(m.Targets()[0])
-	if err != nil {
-		return err
-	}
-	defer ref.Close()
+	defer stop()
 	recs, err := difftest.Record(context.Background(), ref, opts)
 	if err != nil {
 		return err
@@ -108,6 +97,21 @@ func recordDiffCases(anchors, file string, opts difftest.Options) error {
 	}
 	progress("%d cases with MariaDB's answers in %s", len(recs), file)
 	return os.WriteFile(file, append(data, '\n'), 0o644)
+}
+
+// startReference starts the anchors' MariaDB and opens its sbtest
+// database; stop closes and stops both.
+func startReference(anchors string) (ref *sql.DB, stop func(), err error) {
+	progress("starting MariaDB (anchors single.sh)...")
+	m, err := bench.StartMariaDB(anchors)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ref, err = bench.Open(m.Targets()[0]); err != nil {
+		m.Stop()
+		return nil, nil, err
+	}
+	return ref, func() { ref.Close(); m.Stop() }, nil
 }
 
 // printDiffReports prints the counts of each class and its examples.
