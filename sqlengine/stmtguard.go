@@ -81,7 +81,7 @@ func (g *stmtGuard) check(ctx *sql.Context, text string, st ast.Statement) error
 	case *ast.Set:
 		return g.setVariables(ctx, st)
 	case *ast.CreateUser:
-		return clientCertificates(st)
+		return createUser(st)
 	case *ast.Update:
 		return g.multiUpdateKeys(ctx, st)
 	case *ast.Load:
@@ -186,17 +186,23 @@ func containsJoin(exprs ast.TableExprs) bool {
 	return false
 }
 
-// clientCertificates refuses CREATE USER ... REQUIRE X509, ISSUER,
-// SUBJECT or CIPHER (1235): the client port's TLS is internal/clientconn's,
-// which go-mysql-server's check of a client certificate cannot see, so
-// such an account could never log in. REQUIRE SSL is kept (tls.go).
-func clientCertificates(st *ast.CreateUser) error {
-	o := st.TLSOptions
-	if o == nil || !o.X509 && o.Issuer == "" && o.Subject == "" && o.Cipher == "" {
-		return nil
+// createUser refuses what CREATE USER would accept and not do (1235):
+//   - REQUIRE X509, ISSUER, SUBJECT or CIPHER: the client port's TLS is
+//     internal/clientconn's, which go-mysql-server's check of a client
+//     certificate cannot see, so such an account could never log in
+//     (REQUIRE SSL is kept: tls.go);
+//   - ACCOUNT LOCK: go-mysql-server creates the account unlocked, and
+//     whoever has its password could log in.
+func createUser(st *ast.CreateUser) error {
+	if o := st.TLSOptions; o != nil && (o.X509 || o.Issuer != "" || o.Subject != "" || o.Cipher != "") {
+		return mysql.NewSQLError(mysql.ERNotSupportedYet, "42000",
+			"This version of MySQL doesn't yet support 'REQUIRE X509, ISSUER, SUBJECT or CIPHER; use REQUIRE SSL'")
 	}
-	return mysql.NewSQLError(mysql.ERNotSupportedYet, "42000",
-		"This version of MySQL doesn't yet support 'REQUIRE X509, ISSUER, SUBJECT or CIPHER; use REQUIRE SSL'")
+	if st.Locked {
+		return mysql.NewSQLError(mysql.ERNotSupportedYet, "42000",
+			"This version of MySQL doesn't yet support 'ACCOUNT LOCK; drop the account instead'")
+	}
+	return nil
 }
 
 // stackTooDeep reports whether the calling goroutine's stack holds more

@@ -245,4 +245,7 @@ func TestShowCreateUser(t *testing.T) {
 	show(app, "app@'%'")
 	wantErr(t, tryExec(app, "SHOW CREATE USER root@localhost"), 1142, "42000")
 	wantErr(t, tryExec(root, "SHOW CREATE USER nobody"), 1396, "HY000")
+	// go-mysql-server would make the account unlocked: refused instead
+	wantErr(t, tryExec(root, "CREATE USER lk IDENTIFIED BY 'x' ACCOUNT LOCK"), 1235, "42000")
+	wantErr(t, tryExec(root, "SHOW CREATE USER lk"), 1396, "HY000")
 }
