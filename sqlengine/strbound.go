@@ -183,3 +183,26 @@ func sumBytes(ctx *sql.Context, vals []any) int64 {
 	}
 	return n
 }
+
+// LEFT, RIGHT, INSTR and REVERSE read a number as its text, as MySQL
+// does (LEFT(123, 2) is '12'); go-mysql-server answered 1105 "invalid
+// type: int8" for the first three and REVERSE(123) was 127, its text
+// '321' put back into the argument's TINYINT. Their text arguments get a
+// CONVERT(... , CHAR) when they are numbers.
+var numberAsText = map[string][]int{"left": {0}, "right": {0}, "instr": {0, 1}, "reverse": {0}}
+
+func init() {
+	wraps := map[string]builtInWrap{}
+	for name, positions := range numberAsText {
+		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
+			args = append([]sql.Expression(nil), args...)
+			for _, i := range positions {
+				if i < len(args) && args[i].Resolved() && types.IsNumber(args[i].Type(ctx)) {
+					args[i] = expression.NewConvert(args[i], expression.ConvertToChar)
+				}
+			}
+			return inner.NewInstance(ctx, args)
+		}
+	}
+	wrapBuiltIns(function.BuiltIns, wraps)
+}

@@ -13,9 +13,11 @@ import (
 // bench/difftest/testdata/seed1.json Certus answers otherwise than
 // MariaDB did (certus bench diff --record; the differences are listed by
 // certus bench diff --seed 1 --cases 200). It only goes down: a fix
-// lowers it, and a count above it is a regression.
+// lowers it, and a count above it is a regression, except where a fix
+// moves a case to a later kind (a case counts under its first
+// difference: one that no longer errs may still differ in its type).
 var diffBaseline = map[string]map[string]int{
-	"expr":   {"error": 16, "value": 17, "type": 114, "warning": 15, "warning text": 6},
+	"expr":   {"error": 14, "value": 17, "type": 116, "warning": 15, "warning text": 6},
 	"values": {"error": 51, "error code": 9, "value": 4, "warning": 10, "warning text": 15},
 }
 
