@@ -130,7 +130,9 @@ func (b *boundedCall) WithChildren(ctx *sql.Context, children ...sql.Expression)
 }
 
 // DebugString implements sql.DebugStringer (plans print the call's).
-func (b *boundedCall) DebugString(ctx *sql.Context) string { return sql.DebugString(ctx, b.boundedExpr) }
+func (b *boundedCall) DebugString(ctx *sql.Context) string {
+	return sql.DebugString(ctx, b.boundedExpr)
+}
 
 // textOf is v as a string, as a string function reads it.
 func textOf(ctx *sql.Context, v any) string {

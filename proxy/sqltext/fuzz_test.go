@@ -25,9 +25,9 @@ var seeds = []string{
 
 // FuzzDigest checks Digest on any text: blanks before a statement do not
 // change it, and it stays within a linear bound of the text. (A digest's
-// digest is not always itself: "'',0 00" digests as "?,... ?", whose
-// digest is "?,...?", and "@\xa3 .A" as "@\ufffd.A", whose digest is
-// "@\ufffd.a".)
+// digest is not always itself: an empty string literal followed by
+// ",0 00" digests as "?,... ?", whose digest is "?,...?", and "@\xa3 .A"
+// as "@\ufffd.A", whose digest is "@\ufffd.a".)
 func FuzzDigest(f *testing.F) {
 	for _, q := range seeds {
 		f.Add(q)
