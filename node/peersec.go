@@ -40,9 +40,9 @@ func peerTransport(sec PeerSecurity, id uint64, listen, cluster, secret string, 
 	}
 	if peerTLS == nil && secret == "" {
 		if !sec.Insecure && !loopback(listen) {
-			return nil, nil, fmt.Errorf("peer address %s is not a loopback address, and peer connections would be open to anyone who reaches it: set --peer-cert, --peer-key and --peer-ca, or --cluster-secret, or --insecure to run open", listen)
+			return nil, nil, fmt.Errorf("peer address %s is not a loopback address, and peer connections would be open to anyone who reaches it: set --peer-cert, --peer-key and --peer-ca, or --cluster-secret-file (CERTUS_CLUSTER_SECRET), or --insecure to run open", listen)
 		}
-		log.Warn("PEER CONNECTIONS ARE OPEN: anyone who reaches the peer port can read every row, write and take part in the cluster; set --peer-cert/--peer-key/--peer-ca or --cluster-secret", "peer_addr", listen)
+		log.Warn("PEER CONNECTIONS ARE OPEN: anyone who reaches the peer port can read every row, write and take part in the cluster; set --peer-cert/--peer-key/--peer-ca or --cluster-secret-file (CERTUS_CLUSTER_SECRET)", "peer_addr", listen)
 	}
 	tr, err = replication.NewTCPTransport(replication.TransportConfig{
 		Self: id, Listen: listen, ClusterName: cluster, Secret: secret,
