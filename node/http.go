@@ -38,11 +38,7 @@ type httpServer struct {
 	ln  net.Listener
 }
 
-func startHTTP(n *Node, addr string) (*httpServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
+func startHTTP(n *Node, ln net.Listener) *httpServer {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &wsrepCollector{n: n})
 	mux := http.NewServeMux()
@@ -86,7 +82,7 @@ func startHTTP(n *Node, addr string) (*httpServer, error) {
 			n.log.Error("http server stopped", "err", err)
 		}
 	}()
-	return s, nil
+	return s
 }
 
 func (s *httpServer) close() {

@@ -266,6 +266,17 @@ func (n *Node) start() error {
 	if err != nil {
 		return err
 	}
+	// every port is bound before the node joins: one that joined and then
+	// could not serve would be a member nobody reaches
+	sqlLn, httpLn, err := listenClientPorts(cfg.SQLAddr, cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if n.SQL == nil {
+			closeAll(sqlLn, httpLn)
+		}
+	}()
 	ranges := replication.StateRanges()
 	n.donor, err = statetransfer.NewDonor(statetransfer.DonorConfig{
 		DB: n.Eng.DB(), Dir: filepath.Join(cfg.DataDir, "sst"), Ranges: ranges,
@@ -326,7 +337,7 @@ func (n *Node) start() error {
 		return err
 	}
 	n.SQL, err = sqlengine.NewServer(sqlengine.ServerConfig{
-		Addr:         cfg.SQLAddr,
+		Listener:     sqlLn,
 		Provider:     p,
 		Cluster:      clusterView{n},
 		RootPassword: cfg.RootPassword,
@@ -357,14 +368,36 @@ func (n *Node) start() error {
 			n.log.Error("sql server stopped", "err", err)
 		}
 	}()
-	if cfg.HTTPAddr != "" {
-		n.http, err = startHTTP(n, cfg.HTTPAddr)
-		if err != nil {
-			return err
-		}
+	if httpLn != nil {
+		n.http = startHTTP(n, httpLn)
 	}
 	n.log.Info("node started", "sql", cfg.SQLAddr, "http", cfg.HTTPAddr, "peer", cfg.PeerAddr, "data_dir", cfg.DataDir, "sync_commit", cfg.SyncCommit)
 	return nil
+}
+
+// listenClientPorts binds the SQL port and, unless httpAddr is empty, the
+// HTTP port.
+func listenClientPorts(sqlAddr, httpAddr string) (sqlLn, httpLn net.Listener, err error) {
+	if sqlLn, err = net.Listen("tcp", sqlAddr); err != nil {
+		return nil, nil, fmt.Errorf("sql port: %w", err)
+	}
+	if httpAddr == "" {
+		return sqlLn, nil, nil
+	}
+	if httpLn, err = net.Listen("tcp", httpAddr); err != nil {
+		sqlLn.Close()
+		return nil, nil, fmt.Errorf("http port: %w", err)
+	}
+	return sqlLn, httpLn, nil
+}
+
+// closeAll closes the listeners that are not nil.
+func closeAll(lns ...net.Listener) {
+	for _, ln := range lns {
+		if ln != nil {
+			ln.Close()
+		}
+	}
 }
 
 // reportWatermarks keeps this node's open transactions counted by the

@@ -27,8 +27,9 @@ import (
 
 // ServerConfig configures the MySQL protocol server of a node.
 type ServerConfig struct {
-	// Addr is the TCP address to listen on.
-	Addr string
+	// Listener is the bound SQL port (the node binds its ports before it
+	// joins a cluster, so that a member that joined can be reached).
+	Listener net.Listener
 	// Provider serves the databases.
 	Provider *Provider
 	// Cluster is the replication layer (nil for tests without one).
@@ -188,16 +189,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 		return sess, nil
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("sql server: %w", err)
-	}
-	guarded := clientconn.Listen(ln, clientLimits(cfg), &clientConns)
+	guarded := clientconn.Listen(cfg.Listener, clientLimits(cfg), &clientConns)
 	// users and grants replicated from another node must be loaded before
 	// a client logs in, not only before its first statement
 	scfg := server.Config{
 		Protocol: "tcp",
-		Address:  cfg.Addr,
+		Address:  cfg.Listener.Addr().String(),
 		Listener: trackListener{Listener: guarded, accepted: s.refreshPrivileges, statistics: statistics},
 		Version:  execcomment.VersionText() + "-Certus",
 	}
@@ -214,7 +211,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	})
 	if err != nil {
 		guarded.Close()
-		return nil, fmt.Errorf("sql server on %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("sql server on %s: %w", cfg.Listener.Addr(), err)
 	}
 	s.srv = srv
 	s.Handler = h
