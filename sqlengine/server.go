@@ -66,6 +66,7 @@ type Server struct {
 
 	privMu     sync.Mutex
 	privLoaded []byte
+	loginView  *mysql_db.MySQLDb // see loginview.go
 }
 
 func init() {
@@ -154,7 +155,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	RegisterSystemVariables(cfg.Info)
 	sql.SystemVariables.AddSystemVariables(append(tlsVars(cfg.TLS), secureFilePrivVar(cfg.Files)))
 	e := NewEngine(cfg.Provider, cfg.Cluster)
-	s := &Server{Engine: e, p: cfg.Provider, root: cfg.RootPassword, rootAt: cfg.RootHost}
+	s := &Server{Engine: e, p: cfg.Provider, root: cfg.RootPassword, rootAt: cfg.RootHost, loginView: newLoginView()}
 	if s.rootAt == "" {
 		s.rootAt = "localhost"
 	}
@@ -197,6 +198,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		Address:  cfg.Listener.Addr().String(),
 		Listener: trackListener{Listener: guarded, accepted: s.refreshPrivileges, statistics: statistics},
 		Version:  execcomment.VersionText() + "-Certus",
+
+		ProtocolListenerFactory: loginViewListener(s.loginView),
 	}
 	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
 		h = NewHandler(inner, cfg.Cluster, cfg.Logger)
@@ -239,6 +242,9 @@ func (s *Server) loadPrivileges() error {
 		}
 	}
 	db.AddEphemeralSuperUser(ed, "root", s.rootAt, s.root)
+	if err := loadLoginView(ctx, s.loginView, data, s.root, s.rootAt); err != nil {
+		return fmt.Errorf("loading users and grants: %w", err)
+	}
 	s.privLoaded = data
 	return nil
 }

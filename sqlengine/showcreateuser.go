@@ -76,6 +76,13 @@ func createUserText(u *mysql_db.User) string {
 		b.WriteString(" REQUIRE SSL")
 	case "X509":
 		b.WriteString(" REQUIRE X509")
+	case "SPECIFIED":
+		b.WriteString(" REQUIRE")
+		for _, o := range []struct{ name, v string }{{"ISSUER", u.X509Issuer}, {"SUBJECT", u.X509Subject}, {"CIPHER", u.SslCipher}} {
+			if o.v != "" {
+				b.WriteString(" " + o.name + " '" + escapeString(o.v) + "'")
+			}
+		}
 	default:
 		b.WriteString(" REQUIRE NONE")
 	}

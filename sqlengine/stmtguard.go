@@ -186,18 +186,9 @@ func containsJoin(exprs ast.TableExprs) bool {
 	return false
 }
 
-// createUser refuses what CREATE USER would accept and not do (1235):
-//   - REQUIRE X509, ISSUER, SUBJECT or CIPHER: the client port's TLS is
-//     internal/clientconn's, which go-mysql-server's check of a client
-//     certificate cannot see, so such an account could never log in
-//     (REQUIRE SSL is kept: tls.go);
-//   - ACCOUNT LOCK: go-mysql-server creates the account unlocked, and
-//     whoever has its password could log in.
+// createUser refuses ACCOUNT LOCK (1235): go-mysql-server creates the
+// account unlocked, and whoever has its password could log in.
 func createUser(st *ast.CreateUser) error {
-	if o := st.TLSOptions; o != nil && (o.X509 || o.Issuer != "" || o.Subject != "" || o.Cipher != "") {
-		return mysql.NewSQLError(mysql.ERNotSupportedYet, "42000",
-			"This version of MySQL doesn't yet support 'REQUIRE X509, ISSUER, SUBJECT or CIPHER; use REQUIRE SSL'")
-	}
 	if st.Locked {
 		return mysql.NewSQLError(mysql.ERNotSupportedYet, "42000",
 			"This version of MySQL doesn't yet support 'ACCOUNT LOCK; drop the account instead'")

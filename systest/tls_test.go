@@ -51,7 +51,8 @@ func verifying(t *testing.T, n *testcluster.Node) *tls.Config {
 
 // TestClientTLS: clients log in over TLS with the node's own certificate,
 // caching_sha2_password works over TLS and without it (RSA), REQUIRE SSL
-// and require_secure_transport refuse clients without TLS, and a new
+// and require_secure_transport refuse clients without TLS, REQUIRE X509,
+// ISSUER, SUBJECT and CIPHER check the client's certificate, and a new
 // certificate is taken by ALTER INSTANCE RELOAD TLS and by SIGHUP.
 func TestClientTLS(t *testing.T) {
 	n, root := startNode(t, "tls1", "")
@@ -103,7 +104,6 @@ func TestClientTLS(t *testing.T) {
 		if v := qMap(t, c, "SHOW STATUS LIKE 'Ssl_%'"); v["ssl_cipher"] == "" || !strings.HasPrefix(v["ssl_version"], "TLSv1.") {
 			t.Fatalf("status over TLS: Ssl_cipher %q, Ssl_version %q", v["ssl_cipher"], v["ssl_version"])
 		}
-		refused(t, root, "CREATE USER x IDENTIFIED BY 'x' REQUIRE X509", 1235)
 	})
 
 	t.Run("RequireSecureTransport", func(t *testing.T) {
@@ -137,6 +137,93 @@ for ctx in (None, ssl.create_default_context(cafile=%q)):
 			out, err := exec.Command("/usr/bin/python3", "-c", script).CombinedOutput()
 			if err != nil || strings.Count(string(out), "sha@%") != 2 {
 				t.Errorf("PyMySQL, caching_sha2_password with and without TLS: %v\n%s", err, out)
+			}
+		}
+	})
+
+	t.Run("Certificates", func(t *testing.T) {
+		// client certificates from the node's CA (CN app and CN other),
+		// and one from a CA the node does not trust
+		dir := t.TempDir()
+		ca, err := pki.LoadCA(filepath.Join(n.DataDir, "tls"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stranger, err := pki.NewCA(filepath.Join(dir, "stranger"), "stranger CA")
+		if err != nil {
+			t.Fatal(err)
+		}
+		certs := map[string]tls.Certificate{}
+		for name, issuer := range map[string]*pki.CA{"app": ca, "other": ca, "stranger": stranger} {
+			cf, kf := filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
+			if err := issuer.Issue(cf, kf, name, nil); err != nil {
+				t.Fatal(err)
+			}
+			if certs[name], err = tls.LoadX509KeyPair(cf, kf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		with := func(cert string, cipher uint16) *tls.Config {
+			cfg := verifying(t, n)
+			if cert != "" {
+				cfg.Certificates = []tls.Certificate{certs[cert]}
+			}
+			if cipher != 0 {
+				cfg.MaxVersion, cfg.CipherSuites = tls.VersionTLS12, []uint16{cipher}
+			}
+			return cfg
+		}
+		issuer := "/CN=Certus auto-generated CA for tls1"
+		for _, q := range []string{
+			"CREATE USER x5 IDENTIFIED BY 'pw' REQUIRE X509",
+			"CREATE USER subj IDENTIFIED BY 'pw' REQUIRE SUBJECT '/CN=app'",
+			"CREATE USER pair IDENTIFIED BY 'pw' REQUIRE ISSUER '" + issuer + "' AND SUBJECT '/CN=app'",
+			"CREATE USER ciph IDENTIFIED BY 'pw' REQUIRE CIPHER 'ECDHE-ECDSA-AES128-GCM-SHA256'",
+		} {
+			mustExec(t, root, q)
+		}
+		aes128, aes256 := tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+		for _, tc := range []struct {
+			user string
+			cfg  *tls.Config
+			code uint16
+		}{
+			{"x5", with("app", 0), 0},
+			{"x5", with("other", 0), 0},
+			{"x5", with("", 0), 1045}, // TLS, no certificate
+			{"x5", nil, 1045},
+			{"subj", with("app", 0), 0},
+			{"subj", with("other", 0), 1045},
+			{"subj", with("", 0), 1045},
+			{"pair", with("app", 0), 0},
+			{"pair", with("other", 0), 1045},
+			{"ciph", with("", aes128), 0}, // CIPHER alone asks for no certificate
+			{"ciph", with("", aes256), 1045},
+			{"ciph", with("", 0), 1045}, // TLS 1.3's cipher
+			{"ciph", nil, 1045},
+		} {
+			who, code := login(tc.user, "pw", tc.cfg)
+			if code != tc.code || code == 0 && !strings.HasPrefix(who, tc.user+"@") {
+				t.Errorf("%s (TLS %v): %q, error %d; want error %d", tc.user, tc.cfg != nil, who, code, tc.code)
+			}
+		}
+		// a certificate the node's CA did not sign ends the handshake
+		if err := tlsDB(t, n, "x5", "pw", with("stranger", 0)).Ping(); err == nil {
+			t.Error("x5 logged in with a certificate of another CA")
+		}
+		c := conn(t, tlsDB(t, n, "ciph", "pw", with("", aes128)))
+		if v := qMap(t, c, "SHOW STATUS LIKE 'Ssl_cipher'")["ssl_cipher"]; v != "ECDHE-ECDSA-AES128-GCM-SHA256" {
+			t.Errorf("Ssl_cipher %q, want OpenSSL's name ECDHE-ECDSA-AES128-GCM-SHA256", v)
+		}
+		if got, want := qStr(t, root, "SHOW CREATE USER pair"), "REQUIRE ISSUER '"+issuer+"' SUBJECT '/CN=app' PASSWORD"; !strings.Contains(got, want) {
+			t.Errorf("SHOW CREATE USER pair: %s\nwant it to hold %s", got, want)
+		}
+		if _, err := exec.LookPath("mysql"); err == nil {
+			host, port, _ := strings.Cut(n.SQLAddr, ":")
+			out, err := exec.Command("mysql", "-h", host, "-P", port, "-ux5", "-ppw", "--ssl-ca", filepath.Join(n.DataDir, "tls", "ca.pem"),
+				"--ssl-cert", filepath.Join(dir, "app.pem"), "--ssl-key", filepath.Join(dir, "app-key.pem"), "-N", "-e", "SELECT CURRENT_USER()").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "x5@%") {
+				t.Errorf("mysql CLI with a client certificate: %v\n%s", err, out)
 			}
 		}
 	})
