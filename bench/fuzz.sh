@@ -10,7 +10,8 @@
 #                                                         bash bench/fuzz.sh 30s ./writeset
 # FUZZ_PARALLEL sets the workers per target (default: every core), FUZZ_SKIP
 # packages to leave out (e.g. "./sqlengine"), FUZZ_WRAP a prefix of each run
-# (e.g. "flock /tmp/heavy.lock").
+# (e.g. "flock /tmp/heavy.lock"), FUZZ_DEADLINE (Unix seconds) a time after
+# which no target starts: those left are reported as skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-10m}"
@@ -27,6 +28,10 @@ for dir in $(go list -f '{{.Dir}}' "${pkgs[@]}"); do
   [[ " ${FUZZ_SKIP:-} " == *" $pkg "* ]] && continue
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
     result=ok start=$SECONDS
+    if [ -n "${FUZZ_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$FUZZ_DEADLINE" ]; then
+      printf '%-22s %-26s %12s %6s %5s  %s\n' "$pkg" "$target" - - 0 "skipped (out of time)"
+      continue
+    fi
     # Go minimizes each new input for up to a minute by default: a slow
     # target (FuzzJoinerStream) ran 6,341 inputs in 3 minutes that way,
     # 253,023 with 5 s
