@@ -24,7 +24,6 @@ import (
 	"github.com/certusdb/certus/certify"
 	"github.com/certusdb/certus/statetransfer"
 	"github.com/certusdb/certus/storage"
-	"github.com/certusdb/certus/txn"
 	"github.com/certusdb/certus/writeset"
 )
 
@@ -80,7 +79,7 @@ type CoreConfig struct {
 	// for every write-set after it was certified and, if it passed,
 	// applied. A second copy of an already decided write-set is not
 	// reported.
-	OnApplied func(ws *writeset.WriteSet, out txn.Outcome)
+	OnApplied func(ws *writeset.WriteSet, out writeset.Outcome)
 	// Now reads the clock, only to log where a slow apply's time went
 	// (nil: never logged). No decision of the core depends on it.
 	Now func() time.Time
@@ -873,7 +872,7 @@ func (c *Core) applyNormal(idx uint64, e *pb.Entry) error {
 	decoded := c.now()
 	v := c.cert.Certify(idx, ws)
 	certified := c.now()
-	out := txn.Outcome{Seqno: idx}
+	out := writeset.Outcome{Seqno: idx}
 	if v.OK {
 		ended := c.eng.EndStreams(v.Aborted) // a DDL on their tables
 		extra := append([]storage.KV{c.horizonKV(), certRecordKV(idx, ws, VerdictCommitted)}, ended...)

@@ -24,13 +24,12 @@ import (
 	"github.com/certusdb/certus/certify"
 	"github.com/certusdb/certus/flowcontrol"
 	"github.com/certusdb/certus/storage"
-	"github.com/certusdb/certus/txn"
 	"github.com/certusdb/certus/writeset"
 )
 
 // ErrNotPrimary is returned when the node is not part of a primary
 // component (it cannot reach a quorum), like Galera's non-Primary state.
-var ErrNotPrimary = txn.ErrNotPrimary
+var ErrNotPrimary = writeset.ErrNotPrimary
 
 // ErrStopped is returned by calls on a stopped node.
 var ErrStopped = errors.New("replication: node stopped")
@@ -39,7 +38,7 @@ var ErrStopped = errors.New("replication: node stopped")
 // write-set whose fate it cannot learn (it may still commit). The node
 // starts a new incarnation, so the write-set is certified like another
 // node's should it land.
-var ErrOutcomeUnknown = txn.ErrOutcomeUnknown
+var ErrOutcomeUnknown = writeset.ErrOutcomeUnknown
 
 // ErrSyncWaitTimeout is returned when a causal read could not learn or
 // reach the cluster's commit position in time.
@@ -267,7 +266,7 @@ type Node struct {
 }
 
 type waiter struct {
-	ch       chan txn.Outcome
+	ch       chan writeset.Outcome
 	data     []byte
 	proposed time.Time
 	// logged is set while the write-set is in this node's raft log, at
@@ -727,7 +726,7 @@ func (n *Node) onOverwritten(from uint64) {
 }
 
 // onApplied answers the local transaction waiting for ws, if any.
-func (n *Node) onApplied(ws *writeset.WriteSet, out txn.Outcome) {
+func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 	n.noteOrdered(ws.ID.Origin)
 	if f := n.remoteWrites.Load(); f != nil && out.Committed && ws.ID.Origin != n.origin.Load() {
 		(*f)(ws, out.Seqno)
@@ -756,13 +755,13 @@ func (n *Node) onApplied(ws *writeset.WriteSet, out txn.Outcome) {
 func (n *Node) onTransferred() {
 	n.mu.Lock()
 	var done []*waiter
-	var outs []txn.Outcome
+	var outs []writeset.Outcome
 	for id, w := range n.waiters {
 		seqno, v, ok := n.core.Decided(id)
 		if !ok {
 			continue
 		}
-		out := txn.Outcome{Seqno: seqno}
+		out := writeset.Outcome{Seqno: seqno}
 		switch v {
 		case VerdictCommitted:
 			out.Committed = true

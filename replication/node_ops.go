@@ -7,7 +7,6 @@ import (
 
 	"go.etcd.io/raft/v3"
 
-	"github.com/certusdb/certus/txn"
 	"github.com/certusdb/certus/writeset"
 )
 
@@ -16,15 +15,15 @@ func (n *Node) Members() []Member { return n.core.Members() }
 
 // Replicate implements txn.Replicator: it orders ws and waits until this
 // node has certified it and, if it passed, applied it.
-func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcome, error) {
+func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (writeset.Outcome, error) {
 	if !n.Primary() {
-		return txn.Outcome{}, ErrNotPrimary
+		return writeset.Outcome{}, ErrNotPrimary
 	}
 	if !n.admit(ctx) {
 		if ctx.Err() != nil {
-			return txn.Outcome{}, ctx.Err()
+			return writeset.Outcome{}, ctx.Err()
 		}
-		return txn.Outcome{}, ErrStopped
+		return writeset.Outcome{}, ErrStopped
 	}
 	if ws.Flags&writeset.FlagRetire == 0 { // a retirement names the origin it ends
 		ws.ID.Origin = n.origin.Load()
@@ -38,7 +37,7 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 		}
 	}
 	data := ws.Encode(nil)
-	w := &waiter{ch: make(chan txn.Outcome, 1), data: data, proposed: time.Now(), lost: make(chan struct{})}
+	w := &waiter{ch: make(chan writeset.Outcome, 1), data: data, proposed: time.Now(), lost: make(chan struct{})}
 	w.commitAt = n.core.Committed()
 	n.mu.Lock()
 	n.waiters[ws.ID] = w
@@ -48,10 +47,10 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 	select {
 	case n.propc <- data:
 	case <-n.stopc:
-		return txn.Outcome{}, ErrStopped
+		return writeset.Outcome{}, ErrStopped
 	case <-ctx.Done():
 		n.abandon(ws.ID)
-		return txn.Outcome{}, ctx.Err()
+		return writeset.Outcome{}, ctx.Err()
 	}
 	nonPrimarySince := time.Time{}
 	tick := time.NewTicker(n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks) / 4)
@@ -62,12 +61,12 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 			return out, nil
 		case <-w.lost:
 			n.rotateOrigin()
-			return txn.Outcome{}, ErrOutcomeUnknown
+			return writeset.Outcome{}, ErrOutcomeUnknown
 		case <-ctx.Done():
 			n.abandon(ws.ID)
-			return txn.Outcome{}, ctx.Err()
+			return writeset.Outcome{}, ctx.Err()
 		case <-n.stopc:
-			return txn.Outcome{}, ErrStopped
+			return writeset.Outcome{}, ErrStopped
 		case <-tick.C:
 			// Without a primary component the outcome stays unknown: give
 			// up after an election timeout, like Galera turning non-Primary.
@@ -79,7 +78,7 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (txn.Outcom
 				nonPrimarySince = time.Now()
 			} else if time.Since(nonPrimarySince) > n.electionTimeout() {
 				n.abandon(ws.ID)
-				return txn.Outcome{}, ErrNotPrimary
+				return writeset.Outcome{}, ErrNotPrimary
 			}
 		}
 	}

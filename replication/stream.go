@@ -10,7 +10,6 @@ import (
 
 	"github.com/certusdb/certus/certify"
 	"github.com/certusdb/certus/storage"
-	"github.com/certusdb/certus/txn"
 	"github.com/certusdb/certus/writeset"
 )
 
@@ -23,7 +22,7 @@ func (c *Core) applyStream(idx uint64, ws *writeset.WriteSet, data []byte) error
 	start := c.now()
 	v := c.cert.Certify(idx, ws)
 	certified := c.now()
-	out := txn.Outcome{Seqno: idx}
+	out := writeset.Outcome{Seqno: idx}
 	ended := c.eng.EndStreams(v.Aborted)
 	rec := *ws
 	rec.Keys = nil

@@ -47,7 +47,6 @@ import (
 	"github.com/certusdb/certus/replication"
 	"github.com/certusdb/certus/statetransfer"
 	"github.com/certusdb/certus/storage"
-	"github.com/certusdb/certus/txn"
 	"github.com/certusdb/certus/writeset"
 )
 
@@ -714,7 +713,7 @@ func (n *node) onOverwritten(from uint64) {
 	}
 }
 
-func (n *node) onApplied(ws *writeset.WriteSet, out txn.Outcome) {
+func (n *node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 	w := n.w
 	s := out.Seqno
 	ok := out.Committed

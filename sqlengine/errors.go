@@ -102,7 +102,7 @@ func engineErr(err error) error {
 	case errors.Is(err, txn.ErrCertification), errors.Is(err, txn.ErrDeadlock),
 		errors.Is(err, txn.ErrLockWaitTimeout), errors.Is(err, txn.ErrReadOnly),
 		errors.Is(err, storage.ErrApplyRejected), errors.Is(err, writeset.ErrCorrupt),
-		errors.Is(err, txn.ErrNotPrimary), errors.Is(err, txn.ErrOutcomeUnknown):
+		errors.Is(err, writeset.ErrNotPrimary), errors.Is(err, writeset.ErrOutcomeUnknown):
 		return ToSQLError(err)
 	}
 	return err
@@ -231,10 +231,10 @@ func ToSQLError(err error) *mysql.SQLError {
 	switch {
 	case errors.As(err, &se):
 		return fixState(se)
-	case errors.Is(err, txn.ErrNotPrimary):
+	case errors.Is(err, writeset.ErrNotPrimary):
 		return ErrNotPrimary
-	case errors.Is(err, txn.ErrOutcomeUnknown):
-		return mysql.NewSQLError(1180 /* ER_ERROR_DURING_COMMIT */, "HY000", "%s", txn.ErrOutcomeUnknown.Error())
+	case errors.Is(err, writeset.ErrOutcomeUnknown):
+		return mysql.NewSQLError(1180 /* ER_ERROR_DURING_COMMIT */, "HY000", "%s", writeset.ErrOutcomeUnknown.Error())
 	case errors.Is(err, txn.ErrCertification), errors.Is(err, txn.ErrDeadlock):
 		return mysql.NewSQLError(mysql.ERLockDeadlock, mysql.SSLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction")
 	case errors.Is(err, txn.ErrLockWaitTimeout):

@@ -19,20 +19,6 @@ import (
 	"github.com/certusdb/certus/writeset"
 )
 
-// Outcome is what replication reports for a write-set.
-type Outcome struct {
-	// Seqno is the write-set's position in the total order.
-	Seqno uint64
-	// Committed is true when the write-set passed certification and was
-	// applied locally.
-	Committed bool
-	// Reason explains a certification failure.
-	Reason string
-	// Rejected is a deterministic refusal at apply (e.g. a duplicate found
-	// while building a unique index).
-	Rejected error
-}
-
 // Replicator orders a write-set in the cluster's total order and waits
 // until it is certified and, if it passed, applied on this node.
 type Replicator interface {
@@ -40,21 +26,12 @@ type Replicator interface {
 	// write-sets it builds.
 	Origin() uint64
 	// Replicate orders ws and waits for its outcome.
-	Replicate(ctx context.Context, ws *writeset.WriteSet) (Outcome, error)
+	Replicate(ctx context.Context, ws *writeset.WriteSet) (writeset.Outcome, error)
 }
 
 // ErrCertification is returned by Commit when the write-set lost
 // certification to a concurrent write on another node (MySQL 1213).
 var ErrCertification = errors.New("Deadlock found when trying to get lock; try restarting transaction")
-
-// ErrNotPrimary is returned by a Replicator whose node is not part of a
-// primary component: it cannot reach a quorum (MySQL/Galera 1047).
-var ErrNotPrimary = errors.New("WSREP has not yet prepared node for application use")
-
-// ErrOutcomeUnknown is returned by a Replicator that gave up on learning a
-// write-set's fate: it may or may not commit (MySQL 1180 "error during
-// COMMIT"; a client must not blindly retry it).
-var ErrOutcomeUnknown = errors.New("Got error during COMMIT: its outcome is unknown (the cluster may still apply it)")
 
 // ErrReadOnly is returned for writes in a READ ONLY transaction.
 var ErrReadOnly = errors.New("Cannot execute statement in a READ ONLY transaction.")
@@ -322,6 +299,6 @@ func (m *Manager) ResetAutoIncrement(tableID uint64) {
 	m.autoMu.Unlock()
 }
 
-func certError(o Outcome) error {
+func certError(o writeset.Outcome) error {
 	return fmt.Errorf("%w (%s at seqno %d)", ErrCertification, o.Reason, o.Seqno)
 }

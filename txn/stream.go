@@ -197,7 +197,7 @@ func (t *Txn) rowCount(b *tableBuf) int {
 type inflight struct {
 	ws   *writeset.WriteSet
 	done chan struct{} // closed when out and err are set
-	out  Outcome
+	out  writeset.Outcome
 	err  error
 }
 

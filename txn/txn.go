@@ -907,28 +907,28 @@ func (t *Txn) ReleaseSavepoint(name string) bool {
 // Commit replicates the transaction's write-set and waits until it is
 // certified and applied locally. On certification failure it returns an
 // error wrapping ErrCertification. The transaction is finished either way.
-func (t *Txn) Commit(ctx context.Context) (Outcome, error) {
+func (t *Txn) Commit(ctx context.Context) (writeset.Outcome, error) {
 	if t.done {
-		return Outcome{}, ErrTxnDone
+		return writeset.Outcome{}, ErrTxnDone
 	}
 	defer t.finish()
 	if t.aborted {
-		return Outcome{}, ErrDeadlock
+		return writeset.Outcome{}, ErrDeadlock
 	}
 	if !t.HasWrites() && len(t.autoInc) == 0 {
 		t.m.Commits.Add(1)
-		return Outcome{Committed: true}, nil
+		return writeset.Outcome{Committed: true}, nil
 	}
 	if err := t.awaitFragment(); err != nil {
-		return Outcome{}, err
+		return writeset.Outcome{}, err
 	}
 	if err := t.seal(ctx); err != nil {
-		return Outcome{}, err
+		return writeset.Outcome{}, err
 	}
 	ws, err := t.writeSet(ctx)
 	if err != nil {
 		t.rollbackStream()
-		return Outcome{}, err
+		return writeset.Outcome{}, err
 	}
 	if t.stream != nil {
 		ws.Flags |= writeset.FlagStreamCommit

@@ -32,7 +32,7 @@ func (r *localReplicator) counts() (fragments, rollbacks int) {
 
 func (r *localReplicator) Origin() uint64 { return 1 }
 
-func (r *localReplicator) Replicate(_ context.Context, ws *writeset.WriteSet) (Outcome, error) {
+func (r *localReplicator) Replicate(_ context.Context, ws *writeset.WriteSet) (writeset.Outcome, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seqno++
@@ -54,7 +54,7 @@ func (r *localReplicator) Replicate(_ context.Context, ws *writeset.WriteSet) (O
 	default:
 		res, err = r.eng.Apply(r.seqno, ws, nil, nil)
 	}
-	return Outcome{Seqno: r.seqno, Committed: res.Rejected == nil, Rejected: res.Rejected}, err
+	return writeset.Outcome{Seqno: r.seqno, Committed: res.Rejected == nil, Rejected: res.Rejected}, err
 }
 
 // newTestManager returns a manager over an in-memory engine with table
