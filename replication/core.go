@@ -1123,6 +1123,11 @@ func (c *Core) Committed() uint64 {
 // and both copies then land within it.
 func (c *Core) ReproposeHorizon() uint64 { return c.cfg.Cert.Window / 2 }
 
+// ElectionTimeout is ElectionTicks of TickInterval.
+func (c *Core) ElectionTimeout() time.Duration {
+	return c.cfg.TickInterval * time.Duration(c.cfg.ElectionTicks)
+}
+
 // Applied is the seqno of the last applied entry.
 func (c *Core) Applied() uint64 { return c.eng.Applied() }
 

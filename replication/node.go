@@ -230,8 +230,8 @@ type Node struct {
 	processing atomic.Int64 // when the raft loop's Process began (unix ns); 0 outside it
 	desync     atomic.Bool  // wsrep_desync: ask no flow control of the others
 
-	mu      sync.Mutex
-	waiters map[writeset.ID]*waiter
+	mu    sync.Mutex
+	props *Proposals[*waiter]
 
 	readMu sync.Mutex
 	reads  readQueue // causal reads waiting for ReadIndex rounds
@@ -265,18 +265,9 @@ type Node struct {
 	rollbackSeq atomic.Uint64
 }
 
+// waiter is a local transaction waiting in Replicate.
 type waiter struct {
-	ch       chan writeset.Outcome
-	data     []byte
-	proposed time.Time
-	// logged is set while the write-set is in this node's raft log, at
-	// index, since it was last proposed.
-	logged bool
-	index  uint64
-	// dropped is set when this node dropped the proposal at once.
-	dropped bool
-	// commitAt is the commit index when the write-set was first proposed.
-	commitAt uint64
+	ch chan writeset.Outcome
 	// lost is closed when the node gives up on the write-set's outcome.
 	lost chan struct{}
 }
@@ -337,7 +328,7 @@ func Start(cfg Config) (*Node, error) {
 		flow:      flowcontrol.New(cfg.FlowControl, time.Now()),
 		stopc:     make(chan struct{}),
 		done:      make(chan struct{}),
-		waiters:   map[writeset.ID]*waiter{},
+		props:     NewProposals[*waiter](),
 		appliedCh: make(chan struct{}),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -621,9 +612,7 @@ func (n *Node) propose(data []byte) {
 	}
 	if id, ok := writeset.PeekID(data); ok {
 		n.mu.Lock()
-		if w := n.waiters[id]; w != nil {
-			w.dropped = true
-		}
+		n.props.Dropped(id)
 		n.mu.Unlock()
 	}
 }
@@ -701,24 +690,15 @@ func (n *Node) prepareLoop(id int) {
 func (n *Node) onLogged(id writeset.ID, index uint64) {
 	n.writers.note(id.Origin, time.Now())
 	n.mu.Lock()
-	if w := n.waiters[id]; w != nil {
-		w.logged, w.index, w.dropped = true, index, false
-	}
+	n.props.Logged(id, index)
 	n.mu.Unlock()
 }
 
 // onOverwritten marks the local write-sets whose entries a new leader
-// replaced as no longer in the log: tickChecks proposes them again once
-// proposalTimeout has passed since their proposal.
+// replaced as no longer in the log (Proposals.Overwritten).
 func (n *Node) onOverwritten(from uint64) {
-	lost := 0
 	n.mu.Lock()
-	for _, w := range n.waiters {
-		if w.logged && w.index >= from {
-			w.logged = false
-			lost++
-		}
-	}
+	lost := n.props.Overwritten(from)
 	n.mu.Unlock()
 	if lost > 0 {
 		n.log.Info("a new leader replaced local write-sets in the log: they will be proposed again", "write_sets", lost, "from_index", from)
@@ -732,10 +712,9 @@ func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 		(*f)(ws, out.Seqno)
 	}
 	n.mu.Lock()
-	w := n.waiters[ws.ID]
-	delete(n.waiters, ws.ID)
+	w, ok := n.props.Take(ws.ID)
 	n.mu.Unlock()
-	if w == nil {
+	if !ok {
 		return
 	}
 	if !out.Committed && out.Rejected == nil {
@@ -754,29 +733,13 @@ func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 // records. The others keep waiting (they may still be ordered).
 func (n *Node) onTransferred() {
 	n.mu.Lock()
-	var done []*waiter
-	var outs []writeset.Outcome
-	for id, w := range n.waiters {
-		seqno, v, ok := n.core.Decided(id)
-		if !ok {
-			continue
-		}
-		out := writeset.Outcome{Seqno: seqno}
-		switch v {
-		case VerdictCommitted:
-			out.Committed = true
-		case VerdictRejected:
-			out.Rejected = storage.ErrApplyRejected
-		default:
-			out.Reason = "key conflict (learned from a state transfer)"
+	done := n.props.Transferred(n.core.Decided)
+	n.mu.Unlock()
+	for _, d := range done {
+		if !d.Outcome.Committed && d.Outcome.Rejected == nil {
 			n.core.stats.CertFailures.Add(1)
 		}
-		delete(n.waiters, id)
-		done, outs = append(done, w), append(outs, out)
-	}
-	n.mu.Unlock()
-	for i, w := range done {
-		w.ch <- outs[i]
+		d.Waiter.ch <- d.Outcome
 	}
 }
 

@@ -37,10 +37,9 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (writeset.O
 		}
 	}
 	data := ws.Encode(nil)
-	w := &waiter{ch: make(chan writeset.Outcome, 1), data: data, proposed: time.Now(), lost: make(chan struct{})}
-	w.commitAt = n.core.Committed()
+	w := &waiter{ch: make(chan writeset.Outcome, 1), lost: make(chan struct{})}
 	n.mu.Lock()
-	n.waiters[ws.ID] = w
+	n.props.Add(ws.ID, data, w, time.Now(), n.core.Committed())
 	n.mu.Unlock()
 	n.core.stats.Replicated.Add(1)
 	n.core.stats.ReplicatedBytes.Add(uint64(len(data)))
@@ -84,14 +83,6 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (writeset.O
 	}
 }
 
-// proposalTimeout is how long a proposal of size bytes may take to reach
-// the raft log before it counts as lost: an election timeout, plus time to
-// forward, persist and send back a big write-set at 2 MB/s (a busy 2-core
-// node took over 6 s for 60 MB; proposing it again then only adds load).
-func proposalTimeout(election time.Duration, size int) time.Duration {
-	return election + time.Duration(size)*time.Second/(2<<20)
-}
-
 func (n *Node) electionTimeout() time.Duration {
 	return n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks)
 }
@@ -101,48 +92,25 @@ func (n *Node) electionTimeout() time.Duration {
 // local transactions are certified against it like another node's.
 func (n *Node) abandon(id writeset.ID) {
 	n.mu.Lock()
-	delete(n.waiters, id)
+	n.props.Take(id)
 	n.mu.Unlock()
 	n.rotateOrigin()
 }
 
-// tickChecks re-proposes write-sets whose proposal was lost: dropped by
-// this node at once (no leader known), or not in this node's raft log
-// proposalTimeout after their proposal (raft drops a proposal without
-// telling, e.g. a forwarded one on a connection that broke or to a leader
-// that lost its term; a new leader may have overwritten it). A write-set
-// in the log stays: the leader of its term commits it, or a later one
-// overwrites it (onOverwritten). Certification drops a second copy. The
-// timeout grows with the size even after a leader change: a 60 MB
-// write-set sent again one election timeout after each change kept the
-// leaders busy enough to lose their terms again (bench bigtxn, twice).
+// tickChecks proposes again the write-sets whose proposal was lost, and
+// gives up on those too old to propose again (Proposals.Due).
 func (n *Node) tickChecks() {
-	committed, horizon := n.core.Committed(), n.core.ReproposeHorizon()
 	n.mu.Lock()
-	var again [][]byte
-	for id, w := range n.waiters {
-		if w.logged {
-			continue // in the log: it commits, or onOverwritten says otherwise
-		}
-		if !w.dropped && time.Since(w.proposed) <= proposalTimeout(n.electionTimeout(), len(w.data)) {
-			continue
-		}
-		if committed > w.commitAt+horizon {
-			// too late to propose it again safely: give up on it
-			delete(n.waiters, id)
-			close(w.lost)
-			continue
-		}
-		if !w.dropped {
-			n.log.Warn("proposing a write-set again: it is not in the raft log", "id", id.String(), "bytes", len(w.data))
-		}
-		w.logged, w.dropped = false, false
-		w.proposed = time.Now()
-		again = append(again, w.data)
-	}
+	again, lost := n.props.Due(time.Now(), n.electionTimeout(), n.core.Committed(), n.core.ReproposeHorizon())
 	n.mu.Unlock()
-	for _, d := range again {
-		n.propose(d)
+	for _, w := range lost {
+		close(w.lost)
+	}
+	for _, r := range again {
+		if r.Late {
+			n.log.Warn("proposing a write-set again: it is not in the raft log", "id", r.ID.String(), "bytes", len(r.Data))
+		}
+		n.propose(r.Data)
 	}
 	n.checkReadTimeout()
 	n.checkOrphanStreams()
@@ -150,7 +118,7 @@ func (n *Node) tickChecks() {
 
 func (n *Node) failAll(err error) {
 	n.mu.Lock()
-	n.waiters = map[writeset.ID]*waiter{}
+	n.props.Clear()
 	n.mu.Unlock()
 	n.readMu.Lock()
 	all := n.reads.drain()
@@ -265,6 +233,19 @@ func (n *Node) finishRead(rs raft.ReadState) {
 	}
 	n.finishRound(binary.BigEndian.Uint64(rs.RequestCtx), rs.Index)
 	n.startRead(true)
+}
+
+// leaseRead implements Receiver (Core.LeaseRead).
+func (n *Node) leaseRead() (index, term uint64, ok bool) { return n.core.LeaseRead() }
+
+// countPeerBytes implements Receiver.
+func (n *Node) countPeerBytes(received, sent int) {
+	if received > 0 {
+		n.core.stats.ReceivedBytes.Add(uint64(received))
+	}
+	if sent > 0 {
+		n.core.stats.SentBytes.Add(uint64(sent))
+	}
 }
 
 // finishLinkRead answers the callers of round ctx, which lead, leading
@@ -382,7 +363,7 @@ func (n *Node) Primary() bool { return n.core.Primary() }
 func (n *Node) Status() Status {
 	st := n.core.Status()
 	n.mu.Lock()
-	st.Waiting = len(n.waiters)
+	st.Waiting = n.props.Len()
 	n.mu.Unlock()
 	return st
 }

@@ -115,7 +115,7 @@ func (t *TCPTransport) runLink(id uint64, addr string) {
 		delete(t.links, id)
 	}
 	t.mu.Unlock()
-	if n := t.node.Load(); n != nil {
+	if n := t.receiver(); n != nil {
 		n.readLinkDown()
 	}
 }
@@ -142,7 +142,7 @@ func (t *TCPTransport) readAnswers(id uint64, l *readLink) {
 			t.log.Warn("closing read link: unexpected frame", "peer", fmt.Sprintf("%016x", id), "type", typ, "len", len(payload))
 			return
 		}
-		if n := t.node.Load(); n != nil {
+		if n := t.receiver(); n != nil {
 			n.finishLinkRead(id, a.ctx, a.index, a.term)
 		}
 	}
@@ -211,11 +211,11 @@ func (t *TCPTransport) readDirectly(c net.Conn, r *bufio.Reader) *directio.Conn 
 // answerReadIndex answers a read link request from member from on c: from
 // the lease at once, or else through raft. It returns false when c broke.
 func (t *TCPTransport) answerReadIndex(c net.Conn, from uint64, rctx []byte) bool {
-	n := t.node.Load()
+	n := t.receiver()
 	if n == nil {
 		return true // not started: the round fails after a timeout
 	}
-	if idx, term, ok := n.core.LeaseRead(); ok {
+	if idx, term, ok := n.leaseRead(); ok {
 		a := readAnswer{ctx: binary.BigEndian.Uint64(rctx), index: idx, term: term}
 		if _, direct := c.(*directio.Conn); !direct { // else bounded by its write timeout
 			_ = c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))

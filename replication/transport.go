@@ -131,7 +131,7 @@ type TCPTransport struct {
 	// dropped logs the frames of authenticated peers refused after it
 	refusals, dropped refusalLog
 
-	node atomic.Pointer[Node]
+	node atomic.Pointer[Receiver] // see Attach
 
 	mu      sync.Mutex
 	blocked map[uint64]bool // fault injection: peers cut off
@@ -201,9 +201,44 @@ func NewTCPTransport(cfg TransportConfig) (*TCPTransport, error) {
 // Security is how this transport's connections are protected.
 func (t *TCPTransport) Security() PeerSecurity { return t.auth.security() }
 
+// Receiver is the node as the transport sees it: where what peers send
+// goes. *Node is the one; the transport knows no more of it.
+type Receiver interface {
+	// Step takes a raft message.
+	Step(m *pb.Message)
+	// AddMember and RemoveMember answer a joiner's and a leaver's
+	// request; the joiner learns the ClusterUUID too.
+	AddMember(ctx context.Context, m Member) ([]Member, error)
+	RemoveMember(ctx context.Context, id uint64) error
+	ClusterUUID() string
+	// reportUnreachable says that a peer could not be reached.
+	reportUnreachable(id uint64)
+	// receiveFlow takes a peer's flow control report.
+	receiveFlow(from uint64, data []byte) error
+	// leaseRead answers a read link's round from the leader's lease, when
+	// it holds one.
+	leaseRead() (index, term uint64, ok bool)
+	// finishLinkRead takes the leader's answer to a read link's round,
+	// readLinkDown the news that the link broke.
+	finishLinkRead(lead, ctx, index, term uint64)
+	readLinkDown()
+	// countPeerBytes counts raft payload bytes received and sent.
+	countPeerBytes(received, sent int)
+}
+
+var _ Receiver = (*Node)(nil)
+
 // Attach sets the node that receives messages; until then inbound raft
 // messages are dropped.
-func (t *TCPTransport) Attach(n *Node) { t.node.Store(n) }
+func (t *TCPTransport) Attach(r Receiver) { t.node.Store(&r) }
+
+// receiver is the attached node, or nil.
+func (t *TCPTransport) receiver() Receiver {
+	if r := t.node.Load(); r != nil {
+		return *r
+	}
+	return nil
+}
 
 // HandleStateTransfer makes the transport serve state transfer requests
 // with h (this node becomes a possible donor).
@@ -374,7 +409,7 @@ func (t *TCPTransport) peerLocked(id uint64) *peer {
 }
 
 func (t *TCPTransport) unreachable(id uint64) {
-	if n := t.node.Load(); n != nil {
+	if n := t.receiver(); n != nil {
 		n.reportUnreachable(id)
 	}
 }
@@ -477,8 +512,8 @@ func (t *TCPTransport) serve(raw net.Conn) {
 			if m.GetTo() != t.self {
 				continue
 			}
-			if n := t.node.Load(); n != nil {
-				n.core.stats.ReceivedBytes.Add(uint64(len(payload)))
+			if n := t.receiver(); n != nil {
+				n.countPeerBytes(len(payload), 0)
 				n.Step(m)
 			}
 		case frameReadIndex:
@@ -495,7 +530,7 @@ func (t *TCPTransport) serve(raw net.Conn) {
 				return
 			}
 		case frameFlow:
-			if n := t.node.Load(); n != nil {
+			if n := t.receiver(); n != nil {
 				if err := n.receiveFlow(h.From, payload); err != nil {
 					t.log.Warn("closing peer connection: corrupt flow control report", "remote", raw.RemoteAddr().String(), "err", err)
 					return
@@ -543,7 +578,7 @@ func readPeerFrame(r *bufio.Reader, member bool) (byte, []byte, error) {
 func (t *TCPTransport) handleJoin(c net.Conn, payload []byte, certNames []string) {
 	var req JoinRequest
 	reply := JoinReply{}
-	n := t.node.Load()
+	n := t.receiver()
 	if err := json.Unmarshal(payload, &req); err != nil {
 		reply.Error = "unreadable join request"
 	} else if certNames != nil && !slices.Contains(certNames, req.Member.Name) {
@@ -570,7 +605,7 @@ func (t *TCPTransport) handleJoin(c net.Conn, payload []byte, certNames []string
 // learning it from raft, which stops talking to a removed member.
 func (t *TCPTransport) handleLeave(c net.Conn, from uint64) {
 	reply := leaveReply{}
-	if n := t.node.Load(); n == nil {
+	if n := t.receiver(); n == nil {
 		reply.Error = "node is starting"
 	} else {
 		ctx, cancel := context.WithTimeout(t.ctx, 30*time.Second)
@@ -828,8 +863,8 @@ func (p *peer) write(c net.Conn, w *bufio.Writer, o outgoing) bool {
 		p.broken(err, len(data))
 		return false
 	}
-	if n := p.t.node.Load(); n != nil && o.m != nil && o.m.GetType() == pb.MsgApp {
-		n.core.stats.SentBytes.Add(uint64(len(data)))
+	if n := p.t.receiver(); n != nil && o.m != nil && o.m.GetType() == pb.MsgApp {
+		n.countPeerBytes(0, len(data))
 	}
 	return true
 }

@@ -295,7 +295,7 @@ func (w *world) members() []replication.Member {
 
 func (w *world) start() error {
 	for _, m := range w.members() {
-		n := &node{w: w, id: m.ID, member: m, fs: vfs.NewCrashableMem(), locks: map[string]*client{}, pending: map[writeset.ID]*op{}, reads: map[uint64]*op{}}
+		n := &node{w: w, id: m.ID, member: m, fs: vfs.NewCrashableMem(), locks: map[string]*client{}, props: replication.NewProposals[*op](), reads: map[uint64]*op{}}
 		if err := n.open(); err != nil {
 			return err
 		}
@@ -378,6 +378,7 @@ func (w *world) step() {
 			continue
 		}
 		n.core.Tick()
+		n.tickChecks()
 		if !w.quiet || n.pendingWork() {
 			for _, c := range n.clients {
 				c.step()
@@ -393,6 +394,9 @@ const simTick = time.Millisecond
 // clockTime is the world's monotonic clock: it runs on while a node is
 // paused, as a real one does while its process is stopped.
 func (w *world) clockTime() time.Duration { return time.Duration(w.tick) * simTick }
+
+// now is the world's clock as a time, for replication.Proposals.
+func (w *world) now() time.Time { return time.Unix(0, 0).Add(w.clockTime()) }
 
 // process lets the node's core handle what it has ready.
 func (n *node) process() {
@@ -575,8 +579,8 @@ type node struct {
 
 	clients []*client
 	locks   map[string]*client
-	pending map[writeset.ID]*op
-	reads   map[uint64]*op // ReadIndex requests by context
+	props   *replication.Proposals[*op] // the write-sets of its clients' operations
+	reads   map[uint64]*op              // ReadIndex requests by context
 	readCtx uint64
 	lastApp uint64
 
@@ -666,8 +670,8 @@ func (n *node) crash() {
 	n.shutdown(true)
 	n.restartAt = n.w.tick + int64(20+n.w.r.Intn(150))
 	// local transactions die with the node; their outcome is unknown
-	for _, id := range sortedKeys(n.pending) {
-		n.pending[id].finish(outcomeUnknown)
+	for _, o := range n.props.Clear() {
+		o.finish(outcomeUnknown)
 	}
 	n.locks = map[string]*client{}
 	n.reads = map[uint64]*op{}
@@ -691,27 +695,47 @@ func (n *node) restart() {
 	n.w.event("restart n%d applied=%d", n.id, n.eng.Applied())
 }
 
+// tickChecks proposes again the write-sets whose proposal was lost, and
+// gives up on those too old to propose again, by replication.Proposals'
+// policy, as replication.Node does at each tick.
+func (n *node) tickChecks() {
+	again, lost := n.props.Due(n.w.now(), n.core.ElectionTimeout(), n.core.Committed(), n.core.ReproposeHorizon())
+	for _, o := range lost {
+		n.abandon(o)
+	}
+	for _, r := range again {
+		n.w.event("n%d re-proposes %v", n.id, r.ID)
+		n.propose(r.ID, r.Data)
+	}
+}
+
+// propose proposes a write-set of the node's clients; one the core drops
+// at once is proposed again at the next tick (as replication.Node does).
+func (n *node) propose(id writeset.ID, data []byte) {
+	if n.core.Propose(data) != nil {
+		n.props.Dropped(id)
+	}
+}
+
+// abandon ends o, whose outcome is unknown: a new incarnation makes sure
+// the write-set is certified like another node's if it lands.
+func (n *node) abandon(o *op) {
+	o.finish(outcomeUnknown)
+	n.incarnation++
+	n.origin = n.id<<32 | uint64(n.incarnation)
+	n.w.event("n%d abandons %v, new origin %x", n.id, o.ws.ID, n.origin)
+}
+
 // pendingWork reports whether local operations are still waiting.
-func (n *node) pendingWork() bool { return len(n.pending) > 0 || len(n.reads) > 0 }
+func (n *node) pendingWork() bool { return n.props.Len() > 0 || len(n.reads) > 0 }
 
 // onApplied checks every applied write-set against what the other nodes
 // decided at the same seqno and answers local clients.
-// onLogged notes that a pending write-set of this node reached its log.
-func (n *node) onLogged(id writeset.ID, index uint64) {
-	if o := n.pending[id]; o != nil {
-		o.logged, o.index, o.lost = true, index, false
-	}
-}
+// onLogged and onOverwritten tell the node's proposals (as
+// replication.Node does).
+func (n *node) onLogged(id writeset.ID, index uint64) { n.props.Logged(id, index) }
 
-// onOverwritten marks pending write-sets whose entries a new leader
-// replaced as lost.
-func (n *node) onOverwritten(from uint64) {
-	for _, o := range n.pending {
-		if o.logged && o.index >= from {
-			o.logged, o.lost = false, true
-		}
-	}
-}
+func (n *node) onOverwritten(from uint64) { n.props.Overwritten(from) }
 
 func (n *node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 	w := n.w
@@ -732,7 +756,7 @@ func (n *node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 		w.wsAt[s], w.okAt[s], w.digestAt[s] = ws.ID, ok, d
 		w.event("seq %d ws %v ok=%v reason=%q digest %s", s, ws.ID, ok, out.Reason, d)
 	}
-	if o := n.pending[ws.ID]; o != nil {
+	if o, waiting := n.props.Take(ws.ID); waiting {
 		o.seqno = s
 		if ok {
 			o.finish(outcomeCommitted)
@@ -745,15 +769,11 @@ func (n *node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 // onTransferred answers the pending operations whose write-sets a state
 // transfer covered, from the transferred certification records.
 func (n *node) onTransferred() {
-	for _, id := range sortedKeys(n.pending) {
-		o := n.pending[id]
-		seqno, v, ok := n.core.Decided(id)
-		if !ok {
-			continue
-		}
-		o.seqno = seqno
-		n.w.event("n%d learns %v from a state transfer: verdict %d at seqno %d", n.id, id, v, seqno)
-		if v == replication.VerdictCommitted {
+	for _, d := range n.props.Transferred(n.core.Decided) {
+		o := d.Waiter
+		o.seqno = d.Outcome.Seqno
+		n.w.event("n%d learns %v from a state transfer: committed %v at seqno %d", n.id, o.ws.ID, d.Outcome.Committed, o.seqno)
+		if d.Outcome.Committed {
 			o.finish(outcomeCommitted)
 		} else {
 			o.finish(outcomeFailed)
@@ -799,8 +819,8 @@ func (n *node) progress() {
 // write-sets (LastSeen).
 func (n *node) lowWatermark() uint64 {
 	low := n.eng.Applied()
-	for _, id := range sortedKeys(n.pending) {
-		low = min(low, n.pending[id].pos)
+	for _, o := range n.props.Waiters() {
+		low = min(low, o.pos)
 	}
 	return low
 }

@@ -37,15 +37,9 @@ type op struct {
 	c         *client
 	kind      opKind
 	ws        *writeset.WriteSet
-	data      []byte
 	keys      []string // row locks held
 	pos       uint64   // read position of the write-set's keys
-	logged    bool     // in the node's raft log since last proposed, at index
-	index     uint64   // log index where it was logged
-	lost      bool     // a new leader overwrote its entry
-	commitAt  uint64   // commit index at the first proposal
 	firstAt   int64
-	lastAt    int64
 	seqno     uint64
 	reg       int
 	val       int64
@@ -66,10 +60,9 @@ type client struct {
 
 // Timeouts, in ticks.
 const (
-	reproposeTicks = 40  // re-propose a write-set never logged this long after its proposal
-	abandonTicks   = 400 // give up on a write-set's outcome
-	readTicks      = 200 // give up on a causal read
-	setupTicks     = 30  // re-propose the schema
+	abandonTicks = 400 // a client gives up on a write-set's outcome
+	readTicks    = 200 // give up on a causal read
+	setupTicks   = 30  // re-propose the schema
 )
 
 var setupID = writeset.ID{Origin: 1 << 63, Seq: 1}
@@ -83,17 +76,10 @@ func (c *client) step() {
 				delete(n.reads, o.ctx)
 				c.cur = nil
 			}
-		case w.tick-o.firstAt > abandonTicks || n.core.Committed() > o.commitAt+n.core.ReproposeHorizon():
-			// the outcome is unknown: a new incarnation makes sure the
-			// write-set is certified like another node's if it lands
-			o.finish(outcomeUnknown)
-			n.incarnation++
-			n.origin = n.id<<32 | uint64(n.incarnation)
-			w.event("n%d abandons %v, new origin %x", n.id, o.ws.ID, n.origin)
-		case o.lost || (!o.logged && w.tick-o.lastAt > reproposeTicks):
-			o.lastAt, o.logged, o.lost = w.tick, false, false
-			n.core.Propose(o.data)
-			w.event("n%d re-proposes %v", n.id, o.ws.ID)
+		case w.tick-o.firstAt > abandonTicks:
+			// the client's deadline (replication.Node.abandon)
+			n.props.Take(o.ws.ID)
+			n.abandon(o)
 		}
 		return
 	}
@@ -181,10 +167,11 @@ func (c *client) proposeAt(kind opKind, keys []string, def *storage.TableDef, ro
 		ws.Ops = append(ws.Ops, o)
 		ws.Keys = append(ws.Keys, k)
 	}
-	o := &op{c: c, kind: kind, ws: ws, data: ws.Encode(nil), keys: keys, pos: pos, commitAt: n.core.Committed(), firstAt: w.tick, lastAt: w.tick}
-	n.pending[ws.ID] = o
+	o := &op{c: c, kind: kind, ws: ws, keys: keys, pos: pos, firstAt: w.tick}
+	data := ws.Encode(nil)
+	n.props.Add(ws.ID, data, o, w.now(), n.core.Committed())
 	c.cur = o
-	n.core.Propose(o.data)
+	n.propose(ws.ID, data)
 	return o
 }
 
@@ -293,7 +280,7 @@ func (o *op) finish(out outcome) {
 	c, n, w := o.c, o.c.n, o.c.n.w
 	if out == outcomeCommitted && o.then != nil {
 		// the fragment passed: the transaction goes on, locks held
-		delete(n.pending, o.ws.ID)
+		n.props.Take(o.ws.ID)
 		if c.cur == o {
 			c.cur = nil
 		}
@@ -306,7 +293,7 @@ func (o *op) finish(out outcome) {
 		n.rollbackStream(o.ws.Stream.ID, o.ws.Stream.Frag+1)
 	}
 	c.unlock(o.keys)
-	delete(n.pending, o.ws.ID)
+	n.props.Take(o.ws.ID)
 	if c.cur == o {
 		c.cur = nil
 	}
@@ -512,8 +499,8 @@ func (w *world) checkLinearizable() {
 		h[i] = porcupine.Operation{ClientId: o.client, Input: o.input, Output: o.output, Call: o.call, Return: o.ret}
 	}
 	for _, n := range w.nodes {
-		for _, id := range sortedKeys(n.pending) {
-			if o := n.pending[id]; o.kind == opWrite {
+		for _, o := range n.props.Waiters() {
+			if o.kind == opWrite {
 				h = append(h, porcupine.Operation{ClientId: o.c.id, Input: regInput{write: true, reg: o.reg, val: o.val}, Call: o.call, Return: math.MaxInt64})
 			}
 		}

@@ -1,0 +1,87 @@
+package replication
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/certusdb/certus/writeset"
+)
+
+// TestProposals runs testdata/proposals: the policy replication.Node and
+// the simulator share for their own write-sets. Times are milliseconds
+// from 0; a write-set is named by its Seq (origin 1).
+//
+//	add seq=N size=B at=T commit=C    proposes N, B bytes, when the commit index was C
+//	logged seq=N index=I / dropped seq=N / overwritten from=I / take seq=N
+//	due at=T election=E committed=C horizon=H
+//	transferred committed=N,... failed=N,...
+//	clear
+func TestProposals(t *testing.T) {
+	var p *Proposals[uint64]
+	datadriven.RunTest(t, "testdata/proposals", func(t *testing.T, d *datadriven.TestData) string {
+		arg := func(name string) uint64 {
+			var v uint64
+			if d.HasArg(name) {
+				d.ScanArgs(t, name, &v)
+			}
+			return v
+		}
+		ms := func(name string) time.Time { return time.UnixMilli(int64(arg(name))) }
+		id := func(seq uint64) writeset.ID { return writeset.ID{Origin: 1, Seq: seq} }
+		if p == nil || d.Cmd == "reset" {
+			p = NewProposals[uint64]()
+			if d.Cmd == "reset" {
+				return ""
+			}
+		}
+		switch d.Cmd {
+		case "add":
+			p.Add(id(arg("seq")), make([]byte, arg("size")), arg("seq"), ms("at"), arg("commit"))
+		case "logged":
+			p.Logged(id(arg("seq")), arg("index"))
+		case "dropped":
+			p.Dropped(id(arg("seq")))
+		case "overwritten":
+			return fmt.Sprintf("%d no longer in the log\n", p.Overwritten(arg("from")))
+		case "take":
+			w, ok := p.Take(id(arg("seq")))
+			return fmt.Sprintf("%d %v\n", w, ok)
+		case "due":
+			again, lost := p.Due(ms("at"), time.Duration(arg("election"))*time.Millisecond, arg("committed"), arg("horizon"))
+			var b strings.Builder
+			for _, r := range again {
+				fmt.Fprintf(&b, "propose %d again (late %v)\n", r.ID.Seq, r.Late)
+			}
+			for _, w := range lost {
+				fmt.Fprintf(&b, "give up on %d\n", w)
+			}
+			return b.String() + fmt.Sprintf("waiting %d\n", p.Len())
+		case "transferred":
+			verdicts := map[uint64]Verdict{}
+			for _, a := range d.CmdArgs {
+				for _, v := range a.Vals {
+					n, _ := strconv.ParseUint(v, 10, 64)
+					verdicts[n] = map[string]Verdict{"committed": VerdictCommitted, "rejected": VerdictRejected, "failed": VerdictFailed}[a.Key]
+				}
+			}
+			var b strings.Builder
+			for _, s := range p.Transferred(func(id writeset.ID) (uint64, Verdict, bool) {
+				v, ok := verdicts[id.Seq]
+				return 100 + id.Seq, v, ok
+			}) {
+				fmt.Fprintf(&b, "%d: seqno %d committed %v rejected %v reason %q\n", s.Waiter, s.Outcome.Seqno, s.Outcome.Committed, s.Outcome.Rejected != nil, s.Outcome.Reason)
+			}
+			return b.String() + fmt.Sprintf("waiting %d\n", p.Len())
+		case "clear":
+			return fmt.Sprintf("%v\n", p.Clear())
+		default:
+			return fmt.Sprintf("unknown command %q\n", d.Cmd)
+		}
+		return ""
+	})
+}
