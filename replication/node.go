@@ -234,7 +234,7 @@ type Node struct {
 	props *Proposals[*waiter]
 
 	readMu sync.Mutex
-	reads  readQueue // causal reads waiting for ReadIndex rounds
+	reads  ReadQueue[*readWaiter] // causal reads waiting for ReadIndex rounds
 	notice commitNotice
 
 	// appliedCh is closed and replaced at every applied batch (the
@@ -712,9 +712,15 @@ func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 		(*f)(ws, out.Seqno)
 	}
 	n.mu.Lock()
-	w, ok := n.props.Take(ws.ID)
+	settled, ok := n.props.Outcome(ws.ID, out)
 	n.mu.Unlock()
 	if !ok {
+		return
+	}
+	w := settled.Waiter
+	if settled.Unknown {
+		n.log.Warn("a write-set proposed again failed certification as too old or a duplicate: an earlier copy may have committed, so its outcome is unknown", "id", ws.ID.String(), "seqno", out.Seqno, "reason", out.Reason)
+		close(w.lost)
 		return
 	}
 	if !out.Committed && out.Rejected == nil {
@@ -736,6 +742,10 @@ func (n *Node) onTransferred() {
 	done := n.props.Transferred(n.core.Decided)
 	n.mu.Unlock()
 	for _, d := range done {
+		if d.Unknown {
+			close(d.Waiter.lost)
+			continue
+		}
 		if !d.Outcome.Committed && d.Outcome.Rejected == nil {
 			n.core.stats.CertFailures.Add(1)
 		}

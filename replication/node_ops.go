@@ -121,9 +121,19 @@ func (n *Node) failAll(err error) {
 	n.props.Clear()
 	n.mu.Unlock()
 	n.readMu.Lock()
-	all := n.reads.drain()
+	all := n.reads.Drain()
 	n.readMu.Unlock()
 	answer(all, readResult{err: err})
+}
+
+// readWaiter is a caller of ReadIndex waiting for its round.
+type readWaiter struct {
+	ch chan readResult
+}
+
+type readResult struct {
+	index uint64
+	err   error
 }
 
 func answer(ws []*readWaiter, res readResult) {
@@ -150,7 +160,7 @@ func (n *Node) askReadIndex() func(context.Context) (uint64, error) {
 	}
 	r := &readWaiter{ch: make(chan readResult, 1)}
 	n.readMu.Lock()
-	n.reads.add(r)
+	n.reads.Add(r)
 	n.readMu.Unlock()
 	n.startRead(false)
 	return func(ctx context.Context) (uint64, error) {
@@ -172,7 +182,7 @@ type readLinker interface {
 	SendReadIndex(to, ctx uint64) bool
 }
 
-// startRead starts a round for the pending requests (see readQueue.start):
+// startRead starts a round for the pending requests (see ReadQueue.Start):
 // over the read link to a leader elsewhere, from any goroutine; else
 // through raft, which only the raft loop (onLoop) may ask, so other
 // goroutines wake it.
@@ -185,7 +195,7 @@ func (n *Node) startRead(onLoop bool) {
 		return
 	}
 	n.readMu.Lock()
-	ctx, ok := n.reads.start(time.Now(), useLink)
+	ctx, ok := n.reads.Start(time.Now(), useLink)
 	n.readMu.Unlock()
 	if !ok {
 		return
@@ -197,7 +207,7 @@ func (n *Node) startRead(onLoop bool) {
 			return
 		}
 		n.readMu.Lock()
-		n.reads.unlink(ctx)
+		n.reads.Unlink(ctx)
 		n.readMu.Unlock()
 		n.wakeReads()
 		return
@@ -218,7 +228,7 @@ func (n *Node) wakeReads() {
 // link broke go to raft, then a new round starts.
 func (n *Node) loopReads() {
 	n.readMu.Lock()
-	ctxs := n.reads.reissue()
+	ctxs := n.reads.Reissue()
 	n.readMu.Unlock()
 	for _, ctx := range ctxs {
 		n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
@@ -261,7 +271,7 @@ func (n *Node) finishLinkRead(lead, ctx, index, term uint64) {
 // raft.
 func (n *Node) readLinkDown() {
 	n.readMu.Lock()
-	marked := n.reads.unlink(0)
+	marked := n.reads.Unlink(0)
 	n.readMu.Unlock()
 	if marked {
 		n.wakeReads()
@@ -270,7 +280,7 @@ func (n *Node) readLinkDown() {
 
 func (n *Node) finishRound(ctx, index uint64) {
 	n.readMu.Lock()
-	done := n.reads.finish(ctx)
+	done := n.reads.Finish(ctx)
 	n.readMu.Unlock()
 	answer(done, readResult{index: index})
 }
@@ -280,7 +290,7 @@ func (n *Node) finishRound(ctx, index uint64) {
 // retry.
 func (n *Node) checkReadTimeout() {
 	n.readMu.Lock()
-	failed := n.reads.expire(time.Now(), n.electionTimeout())
+	failed := n.reads.Expire(time.Now(), n.electionTimeout())
 	n.readMu.Unlock()
 	if len(failed) == 0 {
 		return

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"github.com/certusdb/certus/certify"
 	"slices"
 	"time"
 
@@ -24,6 +25,21 @@ import (
 // commit index moved past the re-proposal horizon since its first
 // proposal, a copy could no longer be certified safely: its outcome is
 // given up on, and the node must start a new origin (rotateOrigin).
+//
+// The commit index a node knows can lag far behind the cluster's (it was
+// cut off, then caught up by a state transfer), so a copy can still be
+// proposed past that horizon. Such a copy fails certification as too old
+// (or as a duplicate of a decision this node did not see); that failure
+// says nothing of an earlier copy, which may have committed where the
+// certification records no longer reach. So those failures of a write-set
+// proposed more than once, and any failure of one that a state transfer
+// reports (its reason is not transferred), are unknown outcomes (Outcome,
+// Transferred). A key conflict is not: certification looks for the id
+// among its decisions first, and those reach back past the read position
+// the copy was checked from. The simulator found this: a write-set
+// committed at seqno 24 while its origin was partitioned, and the origin
+// told its client that the copy it sent after the partition healed,
+// certified at 110 as too old, failed.
 type Proposals[W any] struct {
 	m map[writeset.ID]*proposal[W]
 }
@@ -40,6 +56,8 @@ type proposal[W any] struct {
 	dropped bool
 	// commitAt is the commit index when the write-set was first proposed.
 	commitAt uint64
+	// resent is set once the write-set was proposed again.
+	resent bool
 }
 
 // NewProposals returns an empty set.
@@ -113,7 +131,7 @@ func (p *Proposals[W]) Due(now time.Time, election time.Duration, committed, hor
 			continue
 		}
 		again = append(again, Reproposal{ID: id, Data: e.data, Late: !e.dropped})
-		e.dropped, e.proposed = false, now
+		e.dropped, e.proposed, e.resent = false, now, true
 	}
 	return again, lost
 }
@@ -137,10 +155,24 @@ func proposalTimeout(election time.Duration, size int) time.Duration {
 	return election + time.Duration(size)*time.Second/(2<<20)
 }
 
-// Settled is a write-set's waiter and its outcome.
+// Settled is a write-set's waiter and its outcome; Unknown is set when
+// the outcome is not known after all (see Proposals).
 type Settled[W any] struct {
 	Waiter  W
 	Outcome writeset.Outcome
+	Unknown bool
+}
+
+// Outcome settles id's write-set with the outcome of a copy of it this
+// node applied; ok is false when id is not waiting.
+func (p *Proposals[W]) Outcome(id writeset.ID, out writeset.Outcome) (s Settled[W], ok bool) {
+	e, ok := p.m[id]
+	if !ok {
+		return s, false
+	}
+	delete(p.m, id)
+	doubtful := e.resent && (out.Reason == certify.ReasonTooOld.String() || out.Reason == certify.ReasonDuplicate.String())
+	return Settled[W]{Waiter: e.waiter, Outcome: out, Unknown: doubtful}, true
 }
 
 // Transferred settles the write-sets whose outcome a state transfer
@@ -163,7 +195,8 @@ func (p *Proposals[W]) Transferred(decided func(writeset.ID) (seqno uint64, v Ve
 		default:
 			out.Reason = "key conflict (learned from a state transfer)"
 		}
-		done = append(done, Settled[W]{Waiter: p.m[id].waiter, Outcome: out})
+		e := p.m[id]
+		done = append(done, Settled[W]{Waiter: e.waiter, Outcome: out, Unknown: e.resent && v == VerdictFailed})
 		delete(p.m, id)
 	}
 	return done

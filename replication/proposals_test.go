@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/certusdb/certus/certify"
 	"github.com/certusdb/certus/writeset"
 )
 
@@ -19,6 +20,7 @@ import (
 //	add seq=N size=B at=T commit=C    proposes N, B bytes, when the commit index was C
 //	logged seq=N index=I / dropped seq=N / overwritten from=I / take seq=N
 //	due at=T election=E committed=C horizon=H
+//	outcome seq=N seqno=S committed=B reason=R   a copy of N applied at S (R: key, too-old, duplicate)
 //	transferred committed=N,... failed=N,...
 //	clear
 func TestProposals(t *testing.T) {
@@ -61,6 +63,20 @@ func TestProposals(t *testing.T) {
 				fmt.Fprintf(&b, "give up on %d\n", w)
 			}
 			return b.String() + fmt.Sprintf("waiting %d\n", p.Len())
+		case "outcome":
+			var committed bool
+			d.ScanArgs(t, "committed", &committed)
+			out := writeset.Outcome{Seqno: arg("seqno"), Committed: committed}
+			if d.HasArg("reason") {
+				var r string
+				d.ScanArgs(t, "reason", &r)
+				out.Reason = map[string]certify.Reason{"key": certify.ReasonKey, "too-old": certify.ReasonTooOld, "duplicate": certify.ReasonDuplicate}[r].String()
+			}
+			s, ok := p.Outcome(id(arg("seq")), out)
+			if !ok {
+				return "not waiting\n"
+			}
+			return fmt.Sprintf("%d: committed %v unknown %v\n", s.Waiter, s.Outcome.Committed, s.Unknown)
 		case "transferred":
 			verdicts := map[uint64]Verdict{}
 			for _, a := range d.CmdArgs {
@@ -74,7 +90,7 @@ func TestProposals(t *testing.T) {
 				v, ok := verdicts[id.Seq]
 				return 100 + id.Seq, v, ok
 			}) {
-				fmt.Fprintf(&b, "%d: seqno %d committed %v rejected %v reason %q\n", s.Waiter, s.Outcome.Seqno, s.Outcome.Committed, s.Outcome.Rejected != nil, s.Outcome.Reason)
+				fmt.Fprintf(&b, "%d: seqno %d committed %v rejected %v reason %q unknown %v\n", s.Waiter, s.Outcome.Seqno, s.Outcome.Committed, s.Outcome.Rejected != nil, s.Outcome.Reason, s.Unknown)
 			}
 			return b.String() + fmt.Sprintf("waiting %d\n", p.Len())
 		case "clear":

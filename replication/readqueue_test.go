@@ -74,16 +74,16 @@ func TestReadQueue(t *testing.T) {
 		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var q readQueue
+			var q ReadQueue[*readWaiter]
 			for i, s := range tc.steps {
 				now := t0.Add(s.at)
 				got := 0
 				switch s.do {
 				case "add":
-					q.add(&readWaiter{})
+					q.Add(&readWaiter{})
 					continue
 				case "start", "link":
-					ctx, ok := q.start(now, s.do == "link")
+					ctx, ok := q.Start(now, s.do == "link")
 					if ok {
 						got = 1
 						if ctx != s.wantCtx {
@@ -91,17 +91,17 @@ func TestReadQueue(t *testing.T) {
 						}
 					}
 				case "finish":
-					got = len(q.finish(s.ctx))
+					got = len(q.Finish(s.ctx))
 				case "expire":
-					got = len(q.expire(now, time.Second))
+					got = len(q.Expire(now, time.Second))
 				case "drain":
-					got = len(q.drain())
+					got = len(q.Drain())
 				case "unlink":
-					if q.unlink(s.ctx) {
+					if q.Unlink(s.ctx) {
 						got = 1
 					}
 				case "reissue":
-					got = len(q.reissue())
+					got = len(q.Reissue())
 				}
 				if got != s.want {
 					t.Fatalf("step %d (%s %d): got %d, want %d", i, s.do, s.ctx, got, s.want)

@@ -295,7 +295,7 @@ func (w *world) members() []replication.Member {
 
 func (w *world) start() error {
 	for _, m := range w.members() {
-		n := &node{w: w, id: m.ID, member: m, fs: vfs.NewCrashableMem(), locks: map[string]*client{}, props: replication.NewProposals[*op](), reads: map[uint64]*op{}}
+		n := &node{w: w, id: m.ID, member: m, fs: vfs.NewCrashableMem(), locks: map[string]*client{}, props: replication.NewProposals[*op]()}
 		if err := n.open(); err != nil {
 			return err
 		}
@@ -580,8 +580,8 @@ type node struct {
 	clients []*client
 	locks   map[string]*client
 	props   *replication.Proposals[*op] // the write-sets of its clients' operations
-	reads   map[uint64]*op              // ReadIndex requests by context
-	readCtx uint64
+	reads   replication.ReadQueue[*op]  // causal reads waiting for a ReadIndex round
+	indexed []*op                       // causal reads with their index, waiting for it to apply
 	lastApp uint64
 
 	donor          *statetransfer.Donor
@@ -674,7 +674,7 @@ func (n *node) crash() {
 		o.finish(outcomeUnknown)
 	}
 	n.locks = map[string]*client{}
-	n.reads = map[uint64]*op{}
+	n.reads, n.indexed = replication.ReadQueue[*op]{}, nil
 	for _, c := range n.clients {
 		c.cur = nil
 	}
@@ -707,6 +707,16 @@ func (n *node) tickChecks() {
 		n.w.event("n%d re-proposes %v", n.id, r.ID)
 		n.propose(r.ID, r.Data)
 	}
+	// rounds without an answer for an election timeout fail: their
+	// clients go on (a node's caller gets an error and retries)
+	if failed := n.reads.Expire(n.w.now(), n.core.ElectionTimeout()); len(failed) > 0 {
+		for _, o := range failed {
+			if o.c.cur == o {
+				o.c.cur = nil
+			}
+		}
+		n.startRead()
+	}
 }
 
 // propose proposes a write-set of the node's clients; one the core drops
@@ -727,7 +737,9 @@ func (n *node) abandon(o *op) {
 }
 
 // pendingWork reports whether local operations are still waiting.
-func (n *node) pendingWork() bool { return n.props.Len() > 0 || len(n.reads) > 0 }
+func (n *node) pendingWork() bool {
+	return n.props.Len() > 0 || n.reads.Len() > 0 || len(n.indexed) > 0
+}
 
 // onApplied checks every applied write-set against what the other nodes
 // decided at the same seqno and answers local clients.
@@ -756,7 +768,12 @@ func (n *node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 		w.wsAt[s], w.okAt[s], w.digestAt[s] = ws.ID, ok, d
 		w.event("seq %d ws %v ok=%v reason=%q digest %s", s, ws.ID, ok, out.Reason, d)
 	}
-	if o, waiting := n.props.Take(ws.ID); waiting {
+	if settled, waiting := n.props.Outcome(ws.ID, out); waiting {
+		o := settled.Waiter
+		if settled.Unknown {
+			n.abandon(o)
+			return
+		}
 		o.seqno = s
 		if ok {
 			o.finish(outcomeCommitted)
@@ -771,6 +788,10 @@ func (n *node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 func (n *node) onTransferred() {
 	for _, d := range n.props.Transferred(n.core.Decided) {
 		o := d.Waiter
+		if d.Unknown {
+			n.abandon(o)
+			continue
+		}
 		o.seqno = d.Outcome.Seqno
 		n.w.event("n%d learns %v from a state transfer: committed %v at seqno %d", n.id, o.ws.ID, d.Outcome.Committed, o.seqno)
 		if d.Outcome.Committed {
@@ -785,8 +806,18 @@ func (n *node) onReadState(rs raft.ReadState) {
 	if len(rs.RequestCtx) != 8 {
 		return
 	}
-	if o := n.reads[binary.BigEndian.Uint64(rs.RequestCtx)]; o != nil && o.readIndex == 0 {
+	for _, o := range n.reads.Finish(binary.BigEndian.Uint64(rs.RequestCtx)) {
+		n.indexed = append(n.indexed, o)
 		o.readIndex = rs.Index
+	}
+	n.startRead()
+}
+
+// startRead starts a ReadIndex round for the reads waiting, if
+// ReadQueue.Start lets one start (as replication.Node does).
+func (n *node) startRead() {
+	if ctx, ok := n.reads.Start(n.w.now(), false); ok {
+		n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
 	}
 }
 
@@ -806,13 +837,17 @@ func (n *node) progress() {
 		}
 	}
 	n.lastApp = applied
-	for _, ctx := range sortedIDs(n.reads) {
-		o := n.reads[ctx]
-		if o.readIndex != 0 && applied >= o.readIndex {
-			delete(n.reads, ctx)
+	waiting := n.indexed[:0]
+	for _, o := range n.indexed {
+		switch {
+		case o.c.cur != o: // its client gave up
+		case applied >= o.readIndex:
 			o.completeRead()
+		default:
+			waiting = append(waiting, o)
 		}
 	}
+	n.indexed = waiting
 }
 
 // lowWatermark is the lowest read position of the node's pending

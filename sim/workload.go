@@ -45,7 +45,6 @@ type op struct {
 	val       int64
 	call      int64
 	readIndex uint64
-	ctx       uint64
 	// then continues a streaming transaction once this fragment passed,
 	// keeping the row locks.
 	then func()
@@ -73,8 +72,7 @@ func (c *client) step() {
 		switch {
 		case o.kind == opRead:
 			if w.tick-o.firstAt > readTicks {
-				delete(n.reads, o.ctx)
-				c.cur = nil
+				c.cur = nil // the read is dropped where it waits
 			}
 		case w.tick-o.firstAt > abandonTicks:
 			// the client's deadline (replication.Node.abandon)
@@ -253,12 +251,18 @@ func (c *client) write() {
 // read is a causal read: ReadIndex, wait until applied, then read.
 func (c *client) read() {
 	n, w := c.n, c.n.w
-	n.readCtx++
 	w.clock++
-	o := &op{c: c, kind: opRead, reg: w.r.Intn(w.cfg.Registers), call: w.clock, ctx: n.readCtx, firstAt: w.tick}
-	n.reads[o.ctx] = o
+	o := &op{c: c, kind: opRead, reg: w.r.Intn(w.cfg.Registers), call: w.clock, firstAt: w.tick}
 	c.cur = o
-	n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, o.ctx))
+	// as replication.Node.ReadIndex: the leader's lease answers at once,
+	// else the read joins a round
+	if idx, _, ok := n.core.LeaseRead(); ok {
+		o.readIndex = idx
+		n.indexed = append(n.indexed, o)
+		return
+	}
+	n.reads.Add(o)
+	n.startRead()
 }
 
 func (o *op) completeRead() {
