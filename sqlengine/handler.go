@@ -164,11 +164,12 @@ var (
 	answerReloadTLS answerer = func(h *Handler, ctx context.Context, c *mysql.Conn, query string, out func(*sqltypes.Result) error) (bool, error) {
 		return h.reloadTLS(ctx, h.session(c), query, out) // tls.go
 	}
-	answerChecksum answerer = (*Handler).checksumTables // checksum.go
-	answerDo       answerer = (*Handler).do
-	answerOptimize answerer = (*Handler).optimizeTables // optimize.go
-	answerCheck    answerer = (*Handler).checkTables    // checktable.go
-	answerPassword answerer = (*Handler).changePassword // password.go
+	answerChecksum  answerer = (*Handler).checksumTables // checksum.go
+	answerDo        answerer = (*Handler).do
+	answerOptimize  answerer = (*Handler).optimizeTables // optimize.go
+	answerCheck     answerer = (*Handler).checkTables    // checktable.go
+	answerPassword  answerer = (*Handler).changePassword // password.go
+	answerAlterUser answerer = (*Handler).alterUser      // require.go
 
 	answerShowCreateUser answerer = (*Handler).showCreateUser // showcreateuser.go
 )
@@ -256,7 +257,7 @@ func inspect(q string) stmtInfo {
 	case "ALTER":
 		switch lx.word() {
 		case "USER":
-			return stmtInfo{ddl: true, answer: answerPassword}
+			return stmtInfo{ddl: true, answer: answerAlterUser}
 		case "INSTANCE":
 			return stmtInfo{nonPrimaryOK: true, answer: answerReloadTLS}
 		}
@@ -755,6 +756,7 @@ var textRewrites = []textRewrite{
 	{"generatedParens", generatedParens, false},      // generatedparens.go: generated columns' conditions
 	{"flushModifier", flushModifier, true},           // flush.go: FLUSH LOCAL | NO_WRITE_TO_BINLOG
 	{"createSelectParens", createSelectParens, true}, // createselect.go: CREATE TABLE t (SELECT ...)
+	{"requireAnd", requireAnd, true},                 // require.go: REQUIRE SUBJECT '...' ISSUER '...'
 }
 
 // rewriteText turns a text statement into one go-mysql-server parses as

@@ -36,7 +36,7 @@ func init() {
 		"flush": answerFlush, "engine-status": answerEngineStatus, "log-table": answerLogTable,
 		"diagnostics": answerDiagnostics, "kill": answerKill, "reload-tls": answerReloadTLS,
 		"checksum": answerChecksum, "do": answerDo, "optimize": answerOptimize, "check": answerCheck,
-		"password": answerPassword, "show-create-user": answerShowCreateUser,
+		"password": answerPassword, "alter-user": answerAlterUser, "show-create-user": answerShowCreateUser,
 	} {
 		answerNames[reflect.ValueOf(a).Pointer()] = name
 	}

@@ -52,7 +52,8 @@ func verifying(t *testing.T, n *testcluster.Node) *tls.Config {
 // TestClientTLS: clients log in over TLS with the node's own certificate,
 // caching_sha2_password works over TLS and without it (RSA), REQUIRE SSL
 // and require_secure_transport refuse clients without TLS, REQUIRE X509,
-// ISSUER, SUBJECT and CIPHER check the client's certificate, and a new
+// ISSUER, SUBJECT and CIPHER (from CREATE or ALTER USER) check the
+// client's certificate, and a new
 // certificate is taken by ALTER INSTANCE RELOAD TLS and by SIGHUP.
 func TestClientTLS(t *testing.T) {
 	n, root := startNode(t, "tls1", "")
@@ -177,7 +178,7 @@ for ctx in (None, ssl.create_default_context(cafile=%q)):
 		for _, q := range []string{
 			"CREATE USER x5 IDENTIFIED BY 'pw' REQUIRE X509",
 			"CREATE USER subj IDENTIFIED BY 'pw' REQUIRE SUBJECT '/CN=app'",
-			"CREATE USER pair IDENTIFIED BY 'pw' REQUIRE ISSUER '" + issuer + "' AND SUBJECT '/CN=app'",
+			"CREATE USER pair IDENTIFIED BY 'pw' REQUIRE ISSUER '" + issuer + "' SUBJECT '/CN=app'", // AND is optional
 			"CREATE USER ciph IDENTIFIED BY 'pw' REQUIRE CIPHER 'ECDHE-ECDSA-AES128-GCM-SHA256'",
 		} {
 			mustExec(t, root, q)
@@ -218,6 +219,27 @@ for ctx in (None, ssl.create_default_context(cafile=%q)):
 		if got, want := qStr(t, root, "SHOW CREATE USER pair"), "REQUIRE ISSUER '"+issuer+"' SUBJECT '/CN=app' PASSWORD"; !strings.Contains(got, want) {
 			t.Errorf("SHOW CREATE USER pair: %s\nwant it to hold %s", got, want)
 		}
+		// ALTER USER ... REQUIRE changes an account's requirement and keeps
+		// its password (caching_sha2 here) and grants
+		mustExec(t, root, "ALTER USER sha REQUIRE X509")
+		for _, tc := range []struct {
+			cfg  *tls.Config
+			code uint16
+		}{{with("app", 0), 0}, {with("", 0), 1045}, {nil, 1045}} {
+			if _, code := login("sha", "sha-pw", tc.cfg); code != tc.code {
+				t.Errorf("sha after ALTER USER ... REQUIRE X509 (TLS %v): error %d, want %d", tc.cfg != nil, code, tc.code)
+			}
+		}
+		if got := qStr(t, root, "SELECT CONCAT(ssl_type, '/', plugin) FROM mysql.user WHERE user = 'sha'"); got != "X509/caching_sha2_password" {
+			t.Errorf("mysql.user for sha: %s", got)
+		}
+		mustExec(t, root, "ALTER USER sha REQUIRE NONE")
+		if _, code := login("sha", "sha-pw", nil); code != 0 {
+			t.Errorf("sha after ALTER USER ... REQUIRE NONE, without TLS: error %d", code)
+		}
+		refused(t, root, "ALTER USER nobody REQUIRE SSL", 1396)
+		mustExec(t, root, "ALTER USER IF EXISTS nobody REQUIRE SSL")
+		refused(t, conn(t, tlsDB(t, n, "nat", "nat-pw", nil)), "ALTER USER sha REQUIRE SSL", 1227)
 		if _, err := exec.LookPath("mysql"); err == nil {
 			host, port, _ := strings.Cut(n.SQLAddr, ":")
 			out, err := exec.Command("mysql", "-h", host, "-P", port, "-ux5", "-ppw", "--ssl-ca", filepath.Join(n.DataDir, "tls", "ca.pem"),
