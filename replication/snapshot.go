@@ -164,7 +164,12 @@ func (c *Core) installSnapshot(snap *pb.Snapshot) error {
 	}
 	c.log.Info("the log this node needs is compacted on the leader: receiving a state transfer",
 		"snapshot_index", md.GetIndex(), "applied", c.eng.Applied(), "donors", donors)
-	return c.transfer(statetransfer.Plan{MinSeqno: md.GetIndex(), Donors: donors, Context: mdBytes})
+	// never a state older than this node's: raft can send a second
+	// snapshot right after a transfer brought a state past the first's
+	// index, and a donor behind this node would take applied back (the
+	// simulator found it: applied 231, then 230 from the next donor)
+	minSeqno := max(md.GetIndex(), c.eng.Applied())
+	return c.transfer(statetransfer.Plan{MinSeqno: minSeqno, Donors: donors, Context: mdBytes})
 }
 
 // installPosition is an arbitrator's snapshot install: there is no data to
