@@ -354,13 +354,20 @@ func TestHostileClients(t *testing.T) {
 		// 1 MiB of it took the node to its memory limit; a login packet
 		// is refused from its header now
 		before := vmHWM(t, n.PID())
+		sent := 0
 		for _, c := range dialIdle(t, n.SQLAddr, 200) {
 			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 			if _, err := c.Read(make([]byte, 1024)); err != nil { // greeting
-				t.Fatal(err)
+				// past max_connections (151) logging in, the node closes
+				// the oldest, sometimes before its greeting went out
+				continue
 			}
 			l := 1<<24 - 1
 			_, _ = c.Write(append([]byte{byte(l), byte(l >> 8), byte(l >> 16), 1}, make([]byte, 1<<20)...))
+			sent++
+		}
+		if sent < 100 {
+			t.Fatalf("only %d of 200 clients got a greeting", sent)
 		}
 		if v := qInt(t, conn(t, root), "SELECT COUNT(*) FROM app.t"); v != 2 {
 			t.Fatal("a client during the flood")
