@@ -1,10 +1,10 @@
 package replication
 
 import (
-	"github.com/certusdb/certus/certify"
 	"slices"
 	"time"
 
+	"github.com/certusdb/certus/certify"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/writeset"
 )
@@ -36,10 +36,7 @@ import (
 // reports (its reason is not transferred), are unknown outcomes (Outcome,
 // Transferred). A key conflict is not: certification looks for the id
 // among its decisions first, and those reach back past the read position
-// the copy was checked from. The simulator found this: a write-set
-// committed at seqno 24 while its origin was partitioned, and the origin
-// told its client that the copy it sent after the partition healed,
-// certified at 110 as too old, failed.
+// the copy was checked from.
 type Proposals[W any] struct {
 	m map[writeset.ID]*proposal[W]
 }
