@@ -166,8 +166,7 @@ func (c *Core) installSnapshot(snap *pb.Snapshot) error {
 		"snapshot_index", md.GetIndex(), "applied", c.eng.Applied(), "donors", donors)
 	// never a state older than this node's: raft can send a second
 	// snapshot right after a transfer brought a state past the first's
-	// index, and a donor behind this node would take applied back (the
-	// simulator found it: applied 231, then 230 from the next donor)
+	// index, and a donor behind this node would take applied back
 	minSeqno := max(md.GetIndex(), c.eng.Applied())
 	return c.transfer(statetransfer.Plan{MinSeqno: minSeqno, Donors: donors, Context: mdBytes})
 }
