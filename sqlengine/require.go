@@ -60,6 +60,10 @@ func (h *Handler) alterUser(ctx context.Context, c *mysql.Conn, query string, ou
 	if !h.holds(ctx, s, sql.PrivilegeType_CreateUser) {
 		return true, errCreateUserDenied
 	}
+	if otherAlterOptions(st) {
+		return true, mysql.NewSQLError(mysql.ERNotSupportedYet, "42000",
+			"This version of MySQL doesn't yet support 'ALTER USER with REQUIRE and other options; change the requirement in a statement of its own'")
+	}
 	req := requirement(st.TLSOptions)
 	for _, a := range st.Users {
 		host := a.Host
@@ -88,6 +92,18 @@ func (h *Handler) alterUser(ctx context.Context, c *mysql.Conn, query string, ou
 		}
 	}
 	return true, out(&sqltypes.Result{})
+}
+
+// otherAlterOptions reports whether st, an ALTER USER ... REQUIRE read as
+// CREATE USER, changes more than the requirement (a password, limits,
+// password options, a lock, an attribute), which alterUser would drop.
+func otherAlterOptions(st *ast.CreateUser) bool {
+	for _, a := range st.Users {
+		if a.Auth1 != nil || a.Auth2 != nil || a.Auth3 != nil || a.AuthInitial != nil {
+			return true
+		}
+	}
+	return st.AccountLimits != nil || st.PasswordOptions != nil || st.Locked || st.Attribute != "" || len(st.DefaultRoles) > 0
 }
 
 // tlsRequirement is an account's REQUIRE as mysql.user keeps it.

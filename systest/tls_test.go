@@ -238,6 +238,7 @@ for ctx in (None, ssl.create_default_context(cafile=%q)):
 			t.Errorf("sha after ALTER USER ... REQUIRE NONE, without TLS: error %d", code)
 		}
 		refused(t, root, "ALTER USER nobody REQUIRE SSL", 1396)
+		refused(t, root, "ALTER USER sha IDENTIFIED BY 'other' REQUIRE SSL", 1235) // would drop the password change
 		mustExec(t, root, "ALTER USER IF EXISTS nobody REQUIRE SSL")
 		refused(t, conn(t, tlsDB(t, n, "nat", "nat-pw", nil)), "ALTER USER sha REQUIRE SSL", 1227)
 		if _, err := exec.LookPath("mysql"); err == nil {
