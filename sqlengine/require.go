@@ -12,17 +12,20 @@ import (
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 )
 
-// Accounts' REQUIRE beyond what go-mysql-server parses: the AND between
-// ISSUER, SUBJECT and CIPHER is optional (requireAnd), and ALTER USER
-// account [, account] REQUIRE {NONE | SSL | X509 | ISSUER ... SUBJECT ...
-// CIPHER ...} changes an account's (alterUser): the REQUIRE clause and the accounts are parsed as CREATE USER's,
-// each account's requirement is set, and go-mysql-server's own ALTER USER
-// ... IDENTIFIED WITH its plugin AS its current hash then writes the
-// account as it now is, in the statement's transaction, so that it
-// replicates like any change of users. Needs CREATE USER, as in MySQL.
+// Accounts' REQUIRE and lock beyond what go-mysql-server parses: the AND
+// between ISSUER, SUBJECT and CIPHER is optional (requireAnd), and ALTER
+// USER account [, account] [REQUIRE {NONE | SSL | X509 | ISSUER ...
+// SUBJECT ... CIPHER ...}] [ACCOUNT {LOCK | UNLOCK}] changes existing
+// accounts (alterUser): the accounts and clauses are parsed as CREATE
+// USER's, each account is changed in memory, and go-mysql-server's own
+// ALTER USER ... IDENTIFIED WITH its plugin AS its current hash then writes
+// it as it now is, in the statement's transaction, so that it replicates
+// like any change of users. Needs CREATE USER, as in MySQL.
 
 var (
-	alterRequireRe  = regexp.MustCompile(`(?is)^\s*ALTER\s+USER\s+(IF\s+EXISTS\s+)?(.+?)\s+REQUIRE\s+(.+?)\s*;?\s*$`)
+	alterAccountRe  = regexp.MustCompile(`(?is)^\s*ALTER\s+USER\s+(IF\s+EXISTS\s+)?(.+?)\s+((?:REQUIRE|ACCOUNT)\s.+?)\s*;?\s*$`)
+	requireClauseRe = regexp.MustCompile(`(?i)^REQUIRE\s|\sREQUIRE\s`)
+	lockClauseRe    = regexp.MustCompile(`(?i)(?:^|\s)ACCOUNT\s+(UN)?LOCK\b`)
 	requireOptionRe = regexp.MustCompile(`(?i)(` + quoted + `)\s+(ISSUER|SUBJECT|CIPHER)\b`)
 )
 
@@ -40,31 +43,39 @@ func requireAnd(q string) string {
 }
 
 // alterUser answers ALTER USER: a password change (password.go), else a
-// REQUIRE change; handled is false for another ALTER USER, which
-// go-mysql-server runs.
+// change of REQUIRE or lock; handled is false for another ALTER USER,
+// which go-mysql-server runs.
 func (h *Handler) alterUser(ctx context.Context, c *mysql.Conn, query string, out func(*sqltypes.Result) error) (handled bool, err error) {
 	if done, err := h.changePassword(ctx, c, query, out); done || err != nil {
 		return done, err
 	}
-	m := alterRequireRe.FindStringSubmatch(query)
+	m := alterAccountRe.FindStringSubmatch(query)
 	s := h.session(c)
 	if m == nil || s == nil || h.users == nil {
 		return false, nil
 	}
-	parsed, err := ast.Parse("CREATE USER " + m[2] + " REQUIRE " + m[3])
+	parsed, err := ast.Parse("CREATE USER " + m[2] + " " + m[3])
 	st, ok := parsed.(*ast.CreateUser)
 	if err != nil || !ok {
 		return true, mysql.NewSQLError(mysql.ERParseError, "42000",
-			"You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '%s'", m[2]+" REQUIRE "+m[3])
+			"You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '%s'", m[2]+" "+m[3])
 	}
 	if !h.holds(ctx, s, sql.PrivilegeType_CreateUser) {
 		return true, errCreateUserDenied
 	}
 	if otherAlterOptions(st) {
 		return true, mysql.NewSQLError(mysql.ERNotSupportedYet, "42000",
-			"This version of MySQL doesn't yet support 'ALTER USER with REQUIRE and other options; change the requirement in a statement of its own'")
+			"This version of MySQL doesn't yet support 'ALTER USER with REQUIRE or ACCOUNT and other options; change them in a statement of their own'")
 	}
-	req := requirement(st.TLSOptions)
+	change := func(u *mysql_db.User) {
+		if requireClauseRe.MatchString(m[3]) {
+			r := requirement(st.TLSOptions)
+			u.SslType, u.SslCipher, u.X509Issuer, u.X509Subject = r.sslType, r.cipher, r.issuer, r.subject
+		}
+		if l := lockClauseRe.FindStringSubmatch(m[3]); l != nil {
+			u.Locked = l[1] == ""
+		}
+	}
 	for _, a := range st.Users {
 		host := a.Host
 		if host == "" || a.AnyHost {
@@ -72,7 +83,7 @@ func (h *Handler) alterUser(ctx context.Context, c *mysql.Conn, query string, ou
 		}
 		pk := mysql_db.UserPrimaryKey{User: a.Name, Host: host}
 		account := "'" + escapeString(pk.User) + "'@'" + escapeString(pk.Host) + "'"
-		old, ok := h.setRequirement(pk, req)
+		old, ok := h.changeAccount(pk, change)
 		if !ok {
 			if m[1] != "" {
 				s.Warn(&sql.Warning{Level: "Note", Code: 3162, Message: fmt.Sprintf("Authorization ID %s does not exist.", account)})
@@ -87,23 +98,33 @@ func (h *Handler) alterUser(ctx context.Context, c *mysql.Conn, query string, ou
 		err := h.inner.ComQuery(ctx, c, "ALTER USER "+account+" IDENTIFIED WITH "+plugin+" AS '"+escapeString(old.AuthString)+"'",
 			func(*sqltypes.Result, bool) error { return nil })
 		if err != nil {
-			h.setRequirement(pk, requirementOf(old))
+			h.changeAccount(pk, func(u *mysql_db.User) {
+				u.SslType, u.SslCipher, u.X509Issuer, u.X509Subject, u.Locked = old.SslType, old.SslCipher, old.X509Issuer, old.X509Subject, old.Locked
+			})
 			return true, err
 		}
 	}
 	return true, out(&sqltypes.Result{})
 }
 
-// otherAlterOptions reports whether st, an ALTER USER ... REQUIRE read as
-// CREATE USER, changes more than the requirement (a password, limits,
-// password options, a lock, an attribute), which alterUser would drop.
+// otherAlterOptions reports whether st, an ALTER USER read as CREATE USER,
+// changes more than the requirement and the lock (a password, limits,
+// password options, an attribute), which alterUser would drop.
 func otherAlterOptions(st *ast.CreateUser) bool {
 	for _, a := range st.Users {
 		if a.Auth1 != nil || a.Auth2 != nil || a.Auth3 != nil || a.AuthInitial != nil {
 			return true
 		}
 	}
-	return st.AccountLimits != nil || st.PasswordOptions != nil || st.Locked || st.Attribute != "" || len(st.DefaultRoles) > 0
+	// a lone ACCOUNT LOCK comes with PasswordOptions whose failed attempts
+	// and lock time are 0
+	pw := false
+	if o := st.PasswordOptions; o != nil {
+		zero := func(v *ast.SQLVal) bool { return v == nil || string(v.Val) == "0" }
+		pw = o.ExpirationTime != nil || o.History != nil || o.ReuseInterval != nil || o.RequireCurrentOptional ||
+			!zero(o.FailedAttempts) || !zero(o.LockTime)
+	}
+	return st.AccountLimits != nil || pw || st.Attribute != "" || len(st.DefaultRoles) > 0
 }
 
 // tlsRequirement is an account's REQUIRE as mysql.user keeps it.
@@ -127,13 +148,9 @@ func requirement(o *ast.TLSOptions) tlsRequirement {
 	return r
 }
 
-func requirementOf(u mysql_db.User) tlsRequirement {
-	return tlsRequirement{sslType: u.SslType, cipher: u.SslCipher, issuer: u.X509Issuer, subject: u.X509Subject}
-}
-
-// setRequirement gives account pk the requirement r in memory and returns
-// the account as it was; ok is false when there is no such account.
-func (h *Handler) setRequirement(pk mysql_db.UserPrimaryKey, r tlsRequirement) (old mysql_db.User, ok bool) {
+// changeAccount applies change to account pk in memory and returns the
+// account as it was; ok is false when there is no such account.
+func (h *Handler) changeAccount(pk mysql_db.UserPrimaryKey, change func(*mysql_db.User)) (old mysql_db.User, ok bool) {
 	ed := h.users.Editor()
 	defer ed.Close()
 	u, ok := ed.GetUser(pk)
@@ -142,7 +159,7 @@ func (h *Handler) setRequirement(pk mysql_db.UserPrimaryKey, r tlsRequirement) (
 	}
 	old = *u
 	c := *u
-	c.SslType, c.SslCipher, c.X509Issuer, c.X509Subject = r.sslType, r.cipher, r.issuer, r.subject
+	change(&c)
 	// PutUser alone keeps the old entry next to the new one
 	ed.RemoveUser(pk)
 	ed.PutUser(&c)

@@ -55,6 +55,14 @@ func TestUsersReplicate(t *testing.T) {
 	}
 	login(c.Nodes[2], "pw1", 0)
 	login(c.Nodes[1], "pw1", 0)
+	// ALTER USER ... ACCOUNT LOCK / REQUIRE replicate: node 3 refuses the
+	// locked account, then takes it back, and wants TLS once it requires it
+	mustExec(t, root, "ALTER USER app ACCOUNT LOCK")
+	login(c.Nodes[2], "pw1", 1045)
+	mustExec(t, root, "ALTER USER app REQUIRE SSL ACCOUNT UNLOCK")
+	login(c.Nodes[2], "pw1", 1045) // no TLS
+	mustExec(t, root, "ALTER USER app REQUIRE NONE")
+	login(c.Nodes[2], "pw1", 0)
 
 	app3 := open(c.Nodes[2], "pw1")
 	mustExec(t, app3, "INSERT INTO t VALUES (1, 1)")
@@ -246,6 +254,7 @@ func TestShowCreateUser(t *testing.T) {
 	wantErr(t, tryExec(app, "SHOW CREATE USER root@localhost"), 1142, "42000")
 	wantErr(t, tryExec(root, "SHOW CREATE USER nobody"), 1396, "HY000")
 	// go-mysql-server would make the account unlocked: refused instead
+	// (ALTER USER ... ACCOUNT LOCK locks an account: TestUsersReplicate)
 	wantErr(t, tryExec(root, "CREATE USER lk IDENTIFIED BY 'x' ACCOUNT LOCK"), 1235, "42000")
 	wantErr(t, tryExec(root, "SHOW CREATE USER lk"), 1396, "HY000")
 }
