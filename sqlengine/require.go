@@ -23,9 +23,9 @@ import (
 // like any change of users. Needs CREATE USER, as in MySQL.
 
 var (
-	alterAccountRe  = regexp.MustCompile(`(?is)^\s*ALTER\s+USER\s+(IF\s+EXISTS\s+)?(.+?)\s+((?:REQUIRE|ACCOUNT)\s.+?)\s*;?\s*$`)
-	requireClauseRe = regexp.MustCompile(`(?i)^REQUIRE\s|\sREQUIRE\s`)
-	lockClauseRe    = regexp.MustCompile(`(?i)(?:^|\s)ACCOUNT\s+(UN)?LOCK\b`)
+	alterAccountRe  = regexp.MustCompile(`(?is)^\s*ALTER\s+USER\s+(IF\s+EXISTS\s+)?(.+?\s(?:REQUIRE|ACCOUNT)\s.+?)\s*;?\s*$`)
+	requireClauseRe = regexp.MustCompile(`(?i)\sREQUIRE\s`)
+	lockClauseRe    = regexp.MustCompile(`(?i)\sACCOUNT\s+(UN)?LOCK\b`)
 	requireOptionRe = regexp.MustCompile(`(?i)(` + quoted + `)\s+(ISSUER|SUBJECT|CIPHER)\b`)
 )
 
@@ -54,11 +54,11 @@ func (h *Handler) alterUser(ctx context.Context, c *mysql.Conn, query string, ou
 	if m == nil || s == nil || h.users == nil {
 		return false, nil
 	}
-	parsed, err := ast.Parse("CREATE USER " + m[2] + " " + m[3])
+	parsed, err := ast.Parse("CREATE USER " + m[2])
 	st, ok := parsed.(*ast.CreateUser)
 	if err != nil || !ok {
 		return true, mysql.NewSQLError(mysql.ERParseError, "42000",
-			"You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '%s'", m[2]+" "+m[3])
+			"You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '%s'", m[2])
 	}
 	if !h.holds(ctx, s, sql.PrivilegeType_CreateUser) {
 		return true, errCreateUserDenied
@@ -68,11 +68,11 @@ func (h *Handler) alterUser(ctx context.Context, c *mysql.Conn, query string, ou
 			"This version of MySQL doesn't yet support 'ALTER USER with REQUIRE or ACCOUNT and other options; change them in a statement of their own'")
 	}
 	change := func(u *mysql_db.User) {
-		if requireClauseRe.MatchString(m[3]) {
+		if requireClauseRe.MatchString(m[2]) {
 			r := requirement(st.TLSOptions)
 			u.SslType, u.SslCipher, u.X509Issuer, u.X509Subject = r.sslType, r.cipher, r.issuer, r.subject
 		}
-		if l := lockClauseRe.FindStringSubmatch(m[3]); l != nil {
+		if l := lockClauseRe.FindStringSubmatch(m[2]); l != nil {
 			u.Locked = l[1] == ""
 		}
 	}
