@@ -117,11 +117,17 @@ func (p *Proposals[W]) Overwritten(from uint64) int {
 // returns the write-sets to propose again (marked proposed at now) and the
 // waiters of those given up on (removed). Both in the order of their ids.
 func (p *Proposals[W]) Due(now time.Time, election time.Duration, committed, horizon uint64) (again []Reproposal, lost []W) {
-	for _, id := range p.ids() {
-		e := p.m[id]
-		if e.logged || !e.dropped && now.Sub(e.proposed) <= proposalTimeout(election, len(e.data)) {
-			continue
+	// the node calls this every tick under its mutex: only the few that
+	// are due are put in order
+	var due []writeset.ID
+	for id, e := range p.m {
+		if !e.logged && (e.dropped || now.Sub(e.proposed) > proposalTimeout(election, len(e.data))) {
+			due = append(due, id)
 		}
+	}
+	slices.SortFunc(due, writeset.ID.Compare)
+	for _, id := range due {
+		e := p.m[id]
 		if committed > e.commitAt+horizon {
 			delete(p.m, id)
 			lost = append(lost, e.waiter)
