@@ -5,6 +5,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/mysql_db"
 	"github.com/dolthub/vitess/go/mysql"
+	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 )
 
 // The login view is the copy of the accounts that go-mysql-server checks
@@ -41,11 +42,7 @@ func loadLoginView(ctx *sql.Context, v *mysql_db.MySQLDb, data []byte, root, roo
 		}
 	})
 	for _, u := range certified {
-		c := *u
-		c.SslType, c.SslCipher, c.X509Issuer, c.X509Subject = "ANY", "", "", ""
-		// PutUser alone keeps the old entry next to the new one
-		ed.RemoveUser(mysql_db.UserPrimaryKey{User: u.User, Host: u.Host})
-		ed.PutUser(&c)
+		replaceUser(ed, u, func(c *mysql_db.User) { setRequirement(c, &ast.TLSOptions{SSL: true}) })
 	}
 	return nil
 }

@@ -69,8 +69,7 @@ func (h *Handler) alterUser(ctx context.Context, c *mysql.Conn, query string, ou
 	}
 	change := func(u *mysql_db.User) {
 		if requireClauseRe.MatchString(m[2]) {
-			r := requirement(st.TLSOptions)
-			u.SslType, u.SslCipher, u.X509Issuer, u.X509Subject = r.sslType, r.cipher, r.issuer, r.subject
+			setRequirement(u, st.TLSOptions)
 		}
 		if l := lockClauseRe.FindStringSubmatch(m[2]); l != nil {
 			u.Locked = l[1] == ""
@@ -127,25 +126,22 @@ func otherAlterOptions(st *ast.CreateUser) bool {
 	return st.AccountLimits != nil || pw || st.Attribute != "" || len(st.DefaultRoles) > 0
 }
 
-// tlsRequirement is an account's REQUIRE as mysql.user keeps it.
-type tlsRequirement struct{ sslType, cipher, issuer, subject string }
-
-// requirement is o's, as CREATE USER stores it.
-func requirement(o *ast.TLSOptions) tlsRequirement {
-	var r tlsRequirement
+// setRequirement gives u the requirement o, as CREATE USER stores it in
+// mysql.user (nil: none).
+func setRequirement(u *mysql_db.User, o *ast.TLSOptions) {
+	u.SslType, u.SslCipher, u.X509Issuer, u.X509Subject = "", "", "", ""
 	if o == nil {
-		return r
+		return
 	}
 	switch {
 	case o.Cipher != "" || o.Issuer != "" || o.Subject != "":
-		r.sslType = "SPECIFIED"
+		u.SslType = "SPECIFIED"
 	case o.X509:
-		r.sslType = "X509"
+		u.SslType = "X509"
 	case o.SSL:
-		r.sslType = "ANY"
+		u.SslType = "ANY"
 	}
-	r.cipher, r.issuer, r.subject = o.Cipher, o.Issuer, o.Subject
-	return r
+	u.SslCipher, u.X509Issuer, u.X509Subject = o.Cipher, o.Issuer, o.Subject
 }
 
 // changeAccount applies change to account pk in memory and returns the
@@ -158,10 +154,15 @@ func (h *Handler) changeAccount(pk mysql_db.UserPrimaryKey, change func(*mysql_d
 		return old, false
 	}
 	old = *u
+	replaceUser(ed, u, change)
+	return old, true
+}
+
+// replaceUser puts in ed a copy of u with change applied, in u's place
+// (PutUser alone keeps the old entry next to the new one).
+func replaceUser(ed *mysql_db.Editor, u *mysql_db.User, change func(*mysql_db.User)) {
 	c := *u
 	change(&c)
-	// PutUser alone keeps the old entry next to the new one
-	ed.RemoveUser(pk)
+	ed.RemoveUser(mysql_db.UserPrimaryKey{User: u.User, Host: u.Host})
 	ed.PutUser(&c)
-	return old, true
 }
