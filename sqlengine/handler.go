@@ -538,7 +538,7 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 			defer cancel()
 		}
 	}
-	left, lent := retries(s, info), false
+	left, lent, caughtUp, seen := retries(s, info), false, false, catalogOf(s)
 	for {
 		called := false
 		err = exec(ctx, info, &called)
@@ -558,6 +558,10 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 				defer restore()
 				continue
 			}
+		}
+		if !called && !caughtUp && h.catchUpSchema(ctx, s, seen, err) {
+			caughtUp = true
+			continue
 		}
 		se := h.recoveredPanic(ToSQLError(err))
 		if info.drop && se.Number() == mysql.ERNoSuchTable {
@@ -867,9 +871,8 @@ func (h *Handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, p
 		query, prepare.PrepareStmt = q, q
 	}
 	s := h.session(c)
-	var cat *storage.Catalog
+	cat := catalogOf(s)
 	if s != nil {
-		cat = s.p.mgr.Engine().Catalog()
 		if p, ok := s.prepared[query]; ok && p.cat == cat && p.db == s.GetCurrentDatabase() {
 			return cloneFields(p.fields), nil
 		}
@@ -878,6 +881,10 @@ func (h *Handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, p
 	if restore := lendDatabase(s, query, err); restore != nil {
 		fields, err = h.inner.ComPrepare(ctx, c, query, prepare)
 		restore()
+	}
+	if h.catchUpSchema(ctx, s, cat, err) {
+		cat = catalogOf(s)
+		fields, err = h.inner.ComPrepare(ctx, c, query, prepare)
 	}
 	if err == nil && s != nil && h.fast != nil && h.recognized(s, query) {
 		if s.prepared == nil || len(s.prepared) >= maxPreparedPerSession {

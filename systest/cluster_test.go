@@ -266,6 +266,41 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 	}
 }
 
+// TestSchemaVisibleEverywhere runs statements on other nodes right after
+// a DDL statement returned, with wsrep_sync_wait = 0: a table, column or
+// database that exists on the node that ran the DDL is usable on the
+// others at once, in text and prepared statements, where a node that had
+// not applied the DDL yet answered 1146 or 1054.
+func TestSchemaVisibleEverywhere(t *testing.T) {
+	c := testcluster.StartCluster(t, 3)
+	rounds := 30
+	if testing.Short() {
+		rounds = 10
+	}
+	// node 1 changes the schema, node 2 sends text statements, node 3
+	// prepared ones (the driver prepares a statement with arguments)
+	dbs := []*sql.DB{c.Nodes[0].DB(""), c.Nodes[1].DB(""), c.Nodes[2].DB("")}
+	on := func(round, node int, query string, args ...any) {
+		t.Helper()
+		if _, err := dbs[node].Exec(query, args...); err != nil {
+			t.Fatalf("round %d, node %d: %s: %v\n%s", round, node+1, query, err, c.Nodes[node].LogTail(20))
+		}
+	}
+	for i := 0; i < rounds; i++ {
+		db := fmt.Sprintf("sv%d", i)
+		on(i, 0, "CREATE DATABASE "+db)
+		on(i, 2, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+		on(i, 1, "INSERT INTO "+db+".t VALUES (1)")
+		on(i, 2, "INSERT INTO "+db+".t VALUES (?)", 2)
+		on(i, 0, "ALTER TABLE "+db+".t ADD COLUMN v INT")
+		on(i, 1, "INSERT INTO "+db+".t (id, v) VALUES (3, 3)")
+		on(i, 2, "UPDATE "+db+".t SET v = ? WHERE id = 2", 2)
+		on(i, 0, "CREATE PROCEDURE "+db+".p() SELECT 1")
+		on(i, 1, "CALL "+db+".p()")
+	}
+	requireIdentical(t, c)
+}
+
 // TestKillNodeDuringLoad kills one node with SIGKILL while all three take
 // inserts, restarts it, and checks that every acknowledged insert is on
 // every node and the nodes hold identical data.
