@@ -8,6 +8,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // MySQL assigns user variables inside expressions with :=, as in the
@@ -59,18 +61,18 @@ var (
 
 // assignExprEnd returns the index of the token that ends the expression
 // starting at toks[i] (len(toks) if none does).
-func assignExprEnd(toks []lexToken, i int) int {
+func assignExprEnd(toks []sqllex.Token, i int) int {
 	depth, cases := 0, 0
 	operand := false // the token before was an operand
 	for ; i < len(toks); i++ {
 		t := toks[i]
-		u := strings.ToUpper(t.text)
+		u := t.Upper()
 		switch {
-		case t.kind == 'p' && t.text == "(":
+		case t.IsPunct("("):
 			depth++
 			operand = false
 			continue
-		case t.kind == 'p' && t.text == ")":
+		case t.IsPunct(")"):
 			if depth == 0 {
 				return i
 			}
@@ -82,25 +84,25 @@ func assignExprEnd(toks []lexToken, i int) int {
 			continue
 		}
 		switch {
-		case t.kind == 'p' && (t.text == "," || t.text == ";"):
+		case t.Kind == sqllex.Punct && (t.Text == "," || t.Text == ";"):
 			return i
-		case t.kind == 'w' && u == "CASE":
+		case t.Kind == sqllex.Word && u == "CASE":
 			cases++
 			operand = false
 			continue
-		case t.kind == 'w' && u == "END" && cases > 0:
+		case t.Kind == sqllex.Word && u == "END" && cases > 0:
 			cases--
 			operand = true
 			continue
-		case t.kind == 'w' && cases > 0 && (u == "WHEN" || u == "THEN" || u == "ELSE"):
+		case t.Kind == sqllex.Word && cases > 0 && (u == "WHEN" || u == "THEN" || u == "ELSE"):
 			operand = false
 			continue
-		case t.kind == 'w' && assignEnds[u]:
+		case t.Kind == sqllex.Word && assignEnds[u]:
 			return i
-		case t.kind == 'w' && operand && !operatorWords[u] && !valueWords[u]:
+		case t.Kind == sqllex.Word && operand && !operatorWords[u] && !valueWords[u]:
 			return i // an alias without AS
 		}
-		operand = t.kind != 'p' && !(t.kind == 'w' && operatorWords[u])
+		operand = t.Kind != sqllex.Punct && !(t.Kind == sqllex.Word && operatorWords[u])
 	}
 	return i
 }
@@ -110,14 +112,14 @@ func assignUserVars(q string) string {
 	if !strings.Contains(q, ":=") {
 		return q
 	}
-	toks := lexTokens(q)
-	if unterminated(toks) {
+	toks := sqllex.Lex(q)
+	if len(toks) > 0 && toks[len(toks)-1].Unterminated() {
 		return q // not a statement; rewriting it would move its quote
 	}
 	assigned := map[string]bool{}
 	for i := 0; i+1 < len(toks); i++ {
-		if toks[i].kind == 'v' && !strings.HasPrefix(toks[i].text, "@@") && toks[i+1].text == ":=" {
-			assigned[strings.ToLower(toks[i].text[1:])] = true
+		if toks[i].Kind == sqllex.Var && !strings.HasPrefix(toks[i].Text, "@@") && toks[i+1].Text == ":=" {
+			assigned[strings.ToLower(toks[i].Text[1:])] = true
 		}
 	}
 	return rewriteUserVars(q, toks, assigned)
@@ -128,7 +130,7 @@ func assignUserVars(q string) string {
 // a call of getUserVarFunc: go-mysql-server types a variable that is not
 // set yet when the statement is planned as NULL, so `SELECT @a := 1, @a`
 // answered NULL for @a.
-func rewriteUserVars(q string, toks []lexToken, assigned map[string]bool) string {
+func rewriteUserVars(q string, toks []sqllex.Token, assigned map[string]bool) string {
 	var b strings.Builder
 	last := 0
 	// kinds of the open levels: a select list ('s'), another clause ('o'),
@@ -137,58 +139,58 @@ func rewriteUserVars(q string, toks []lexToken, assigned map[string]bool) string
 	setClause := false // after a SET, where `SET @a := 1, @b := 2` assign
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
-		u := strings.ToUpper(t.text)
+		u := t.Upper()
 		switch {
-		case t.kind == 'p' && t.text == ";":
+		case t.IsPunct(";"):
 			levels, setClause = []byte{'o'}, false
 			continue
-		case t.kind == 'w' && u == "SET":
+		case t.Kind == sqllex.Word && u == "SET":
 			setClause = true
 			continue
-		case t.kind == 'p' && t.text == "(":
+		case t.IsPunct("("):
 			levels = append(levels, 'p')
 			continue
-		case t.kind == 'p' && t.text == ")":
+		case t.IsPunct(")"):
 			if len(levels) > 1 {
 				levels = levels[:len(levels)-1]
 			}
 			continue
-		case t.kind == 'w' && u == "SELECT":
+		case t.Kind == sqllex.Word && u == "SELECT":
 			levels[len(levels)-1] = 's'
 			continue
-		case t.kind == 'w' && (u == "FROM" || u == "WHERE" || u == "GROUP" || u == "ORDER" || u == "HAVING" || u == "LIMIT"):
+		case t.Kind == sqllex.Word && (u == "FROM" || u == "WHERE" || u == "GROUP" || u == "ORDER" || u == "HAVING" || u == "LIMIT"):
 			levels[len(levels)-1] = 'o'
 			setClause = false
 			continue
 		}
-		if t.kind != 'v' || strings.HasPrefix(t.text, "@@") {
+		if t.Kind != sqllex.Var || strings.HasPrefix(t.Text, "@@") {
 			continue
 		}
-		if setClause && i > 0 && (toks[i-1].text == "," || strings.EqualFold(toks[i-1].text, "SET")) {
+		if setClause && i > 0 && (toks[i-1].Text == "," || strings.EqualFold(toks[i-1].Text, "SET")) {
 			continue // SET's own assignment (or what it assigns to)
 		}
-		name := t.text[1:]
+		name := t.Text[1:]
 		quoted := "'" + strings.ReplaceAll(name, "'", "''") + "'"
 		end, call := i+1, ""
 		switch {
-		case i+1 < len(toks) && toks[i+1].text == ":=":
+		case i+1 < len(toks) && toks[i+1].Text == ":=":
 			end = assignExprEnd(toks, i+2)
 			if end == i+2 {
 				continue // nothing assigned: the parser reports it
 			}
-			expr := q[toks[i+2].start:toks[end-1].end]
-			call = fmt.Sprintf("%s(%s, %s)", setUserVarFunc, quoted, rewriteUserVars(expr, lexTokens(expr), assigned))
+			expr := q[toks[i+2].Start:toks[end-1].End]
+			call = fmt.Sprintf("%s(%s, %s)", setUserVarFunc, quoted, rewriteUserVars(expr, sqllex.Lex(expr), assigned))
 		case assigned[strings.ToLower(name)] && !setClause:
 			call = fmt.Sprintf("%s(%s)", getUserVarFunc, quoted)
 		default:
 			continue
 		}
-		exprEnd := toks[end-1].end
-		b.WriteString(q[last:t.start])
+		exprEnd := toks[end-1].End
+		b.WriteString(q[last:t.Start])
 		b.WriteString(call)
 		if selectItem(toks, i, end, levels[len(levels)-1] == 's') {
 			// named as MySQL names it: its text
-			b.WriteString(" AS `" + strings.ReplaceAll(q[t.start:exprEnd], "`", "``") + "`")
+			b.WriteString(" AS `" + strings.ReplaceAll(q[t.Start:exprEnd], "`", "``") + "`")
 		}
 		last = exprEnd
 		i = end - 1
@@ -202,18 +204,18 @@ func rewriteUserVars(q string, toks []lexToken, assigned map[string]bool) string
 
 // selectItem reports whether toks[i:end] is a whole item of a select list
 // (inList) without an alias.
-func selectItem(toks []lexToken, i, end int, inList bool) bool {
+func selectItem(toks []sqllex.Token, i, end int, inList bool) bool {
 	if !inList || i == 0 {
 		return false
 	}
-	p := strings.ToUpper(toks[i-1].text)
+	p := strings.ToUpper(toks[i-1].Text)
 	if p != "," && p != "SELECT" && p != "DISTINCT" && p != "ALL" {
 		return false
 	}
 	if end == len(toks) {
 		return true
 	}
-	n := strings.ToUpper(toks[end].text)
+	n := strings.ToUpper(toks[end].Text)
 	return n == "," || n == ")" || n == ";" || n != "AS" && assignEnds[n]
 }
 

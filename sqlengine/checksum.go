@@ -10,6 +10,8 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // CHECKSUM TABLE, which go-mysql-server does not parse and Galera users
@@ -64,21 +66,21 @@ func tableList(query string, lead []string, options ...string) (names []sqlparse
 	if err != nil || strings.TrimSpace(rest) != "" {
 		return nil, false
 	}
-	lx := lexer{s: first}
-	w := lx.word()
+	lx := sqllex.NewScanner(first)
+	w := lx.Word()
 	if w != lead[0] {
 		return nil, false
 	}
-	w = lx.word()
+	w = lx.Word()
 	for _, optional := range lead[1:] {
 		if w == optional {
-			w = lx.word()
+			w = lx.Word()
 		}
 	}
 	if w != "TABLE" {
 		return nil, false
 	}
-	list := strings.TrimSpace(first[lx.i:])
+	list := strings.TrimSpace(first[lx.Pos():])
 	for _, opt := range options {
 		if len(list) > len(opt) && strings.EqualFold(list[len(list)-len(opt):], opt) {
 			list = strings.TrimSpace(list[:len(list)-len(opt)])

@@ -3,7 +3,7 @@ package sqlengine
 import (
 	"strings"
 
-	"github.com/certusdb/certus/internal/execcomment"
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // versionComments turns the executable comments MySQL 8.0.31 would not
@@ -27,39 +27,14 @@ func versionComments(q string) (out string, skipped bool) {
 		b[i] = ' '
 		skipped = true
 	}
-	for i := 0; i < len(q); i++ {
-		switch c := q[i]; {
-		case c == '\'' || c == '"' || c == '`':
-			for i++; i < len(q) && q[i] != c; i++ {
-				if q[i] == '\\' && c != '`' {
-					i++
-				}
-			}
-		case c == '#' || c == '-' && strings.HasPrefix(q[i:], "-- "):
-			for i < len(q) && q[i] != '\n' {
-				i++
-			}
-		case c == '/' && strings.HasPrefix(q[i:], "/*"):
-			rest := q[i+2:]
-			switch {
-			case strings.HasPrefix(rest, "M!"):
-				off(i + 3)
-			case strings.HasPrefix(rest, "!") && !execcomment.Runs(rest[1:]):
-				off(i + 2)
-			case strings.HasPrefix(rest, "!"):
-				// executed: its text is SQL, which may hold quotes and
-				// further comments
-				i += 2
-				continue
-			}
-			end := strings.Index(q[i+2:], "*/")
-			if end < 0 {
-				i = len(q)
-			} else {
-				i += 2 + end + 1
-			}
+	sqllex.BlockComments(q, func(start, _ int) {
+		switch rest := q[start+2:]; {
+		case strings.HasPrefix(rest, "M!"):
+			off(start + 3)
+		case strings.HasPrefix(rest, "!"): // one the nodes would not run
+			off(start + 2)
 		}
-	}
+	})
 	if b == nil {
 		return q, skipped
 	}

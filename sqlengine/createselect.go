@@ -1,6 +1,10 @@
 package sqlengine
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/certusdb/certus/internal/sqllex"
+)
 
 // createSelectParens rewrites CREATE TABLE t AS (SELECT ...) and CREATE
 // TABLE t (SELECT ...), which MySQL runs and go-mysql-server's parser
@@ -11,17 +15,17 @@ func createSelectParens(q string) string {
 	if !mayStartWith(q, "create") {
 		return q
 	}
-	toks := lexTokens(q)
+	toks := sqllex.Lex(q)
 	i := 0
 	word := func(w string) bool {
-		if i < len(toks) && toks[i].kind == 'w' && strings.EqualFold(toks[i].text, w) {
+		if i < len(toks) && toks[i].Is(w) {
 			i++
 			return true
 		}
 		return false
 	}
 	name := func() bool {
-		if i < len(toks) && (toks[i].kind == 'w' || toks[i].kind == 'q' && toks[i].text[0] == '`') {
+		if i < len(toks) && (toks[i].Kind == sqllex.Word || toks[i].Kind == sqllex.Ident) {
 			i++
 			return true
 		}
@@ -34,7 +38,7 @@ func createSelectParens(q string) string {
 	if !word("TABLE") || word("IF") && !(word("NOT") && word("EXISTS")) || !name() {
 		return q
 	}
-	if i < len(toks) && toks[i].text == "." {
+	if i < len(toks) && toks[i].Text == "." {
 		i++
 		if !name() {
 			return q
@@ -42,7 +46,7 @@ func createSelectParens(q string) string {
 	}
 	as := word("AS")
 	open := i
-	if i >= len(toks) || toks[i].text != "(" {
+	if i >= len(toks) || toks[i].Text != "(" {
 		return q
 	}
 	i++
@@ -54,13 +58,13 @@ func createSelectParens(q string) string {
 		return q
 	}
 	for _, t := range toks[end+1:] {
-		if t.text != ";" {
+		if t.Text != ";" {
 			return q
 		}
 	}
-	head := strings.TrimRight(q[:toks[open].start], " \t\r\n")
+	head := strings.TrimRight(q[:toks[open].Start], " \t\r\n")
 	if !as {
 		head += " AS"
 	}
-	return head + " " + strings.TrimLeft(q[toks[open].end:toks[end].start], " \t\r\n") + q[toks[end].end:]
+	return head + " " + strings.TrimLeft(q[toks[open].End:toks[end].Start], " \t\r\n") + q[toks[end].End:]
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // MySQL's max_execution_time: a SELECT that runs longer than the
@@ -17,8 +19,8 @@ import (
 // executionLimit returns ctx bounded by the statement's execution time
 // limit, if query is a SELECT that has one.
 func executionLimit(ctx context.Context, s *Session, query string) (context.Context, context.CancelFunc) {
-	lx := lexer{s: query}
-	if w := lx.word(); w != "SELECT" && w != "WITH" {
+	lx := sqllex.NewScanner(query)
+	if w := lx.Word(); w != "SELECT" && w != "WITH" {
 		return ctx, nil
 	}
 	ms, ok := maxExecutionTimeHint(query)

@@ -7,6 +7,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // FLUSH, as MySQL 8.0 takes it:
@@ -28,29 +30,14 @@ func flushModifier(q string) string {
 	if !mayStartWith(q, "flush") {
 		return q
 	}
-	lx := lexer{s: q}
-	if lx.word() != "FLUSH" {
+	lx := sqllex.NewScanner(q)
+	if lx.Word() != "FLUSH" {
 		return q
 	}
-	if w := lx.word(); w == "LOCAL" || w == "NO_WRITE_TO_BINLOG" {
-		return q[:lx.i-len(w)] + strings.Repeat(" ", len(w)) + q[lx.i:]
+	if w := lx.Word(); w == "LOCAL" || w == "NO_WRITE_TO_BINLOG" {
+		return q[:lx.Pos()-len(w)] + strings.Repeat(" ", len(w)) + q[lx.Pos():]
 	}
 	return q
-}
-
-// mayStartWith reports whether statement q may begin with the word w (in
-// any case): it does, or it begins with a comment, or it holds w
-// somewhere. It is a cheap test for the rewrites that run on every text
-// statement and apply to one kind.
-func mayStartWith(q, w string) bool {
-	t := strings.TrimLeft(q, " \t\r\n")
-	if len(t) >= len(w) && strings.EqualFold(t[:len(w)], w) {
-		return true
-	}
-	if strings.HasPrefix(t, "/*") || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "--") || strings.HasPrefix(t, "(") {
-		return containsFold(q, w)
-	}
-	return false
 }
 
 // flushOptions returns the options of FLUSH [LOCAL | NO_WRITE_TO_BINLOG]
@@ -60,33 +47,33 @@ func mayStartWith(q, w string) bool {
 // TABLES, a syntax error: go-mysql-server answers it) or is a lone FLUSH
 // PRIVILEGES, which go-mysql-server runs.
 func flushOptions(q string) []string {
-	lx := lexer{s: q}
-	if lx.word() != "FLUSH" {
+	lx := sqllex.NewScanner(q)
+	if lx.Word() != "FLUSH" {
 		return nil
 	}
 	var opts []string
-	w := lx.token()
+	w := flushToken(&lx)
 	if w == "LOCAL" || w == "NO_WRITE_TO_BINLOG" {
-		w = lx.token()
+		w = flushToken(&lx)
 	}
 	for {
 		switch w {
 		case "PRIVILEGES", "STATUS", "LOGS", "HOSTS", "USER_RESOURCES", "OPTIMIZER_COSTS":
 			opts = append(opts, w)
 		case "BINARY", "ENGINE", "ERROR", "GENERAL", "SLOW", "RELAY":
-			if lx.token() != "LOGS" {
+			if flushToken(&lx) != "LOGS" {
 				return nil
 			}
 			opts = append(opts, w+" LOGS")
 		default:
 			return nil
 		}
-		w = lx.token()
+		w = flushToken(&lx)
 		if opts[len(opts)-1] == "RELAY LOGS" && w == "FOR" {
-			if lx.token() != "CHANNEL" || lx.token() == "" {
+			if flushToken(&lx) != "CHANNEL" || flushToken(&lx) == "" {
 				return nil
 			}
-			w = lx.token()
+			w = flushToken(&lx)
 		}
 		switch w {
 		case "", ";":
@@ -95,9 +82,24 @@ func flushOptions(q string) []string {
 			}
 			return opts
 		case ",":
-			w = lx.token()
+			w = flushToken(&lx)
 		default:
 			return nil
+		}
+	}
+}
+
+// flushToken is the next word of a FLUSH statement, upper-cased, or its
+// next comma or semicolon; "" at the end.
+func flushToken(lx *sqllex.Scanner) string {
+	for {
+		switch t := lx.Next(); {
+		case t.Kind == sqllex.Word:
+			return t.Upper()
+		case t.IsPunct(",") || t.IsPunct(";"):
+			return t.Text
+		case t.Kind == sqllex.EOF:
+			return ""
 		}
 	}
 }

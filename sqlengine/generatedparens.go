@@ -1,6 +1,10 @@
 package sqlengine
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/certusdb/certus/internal/sqllex"
+)
 
 // go-mysql-server's grammar takes a generated column's expression
 // `AS (expr)` only where expr is not a bare condition: `b BOOL AS (a > 100)`,
@@ -13,18 +17,18 @@ import "strings"
 // `AS (expr)` written `AS ((expr))`, except a query's (`AS (SELECT ...)`)
 // and one already doubled; any other statement is returned as it is.
 func generatedParens(q string) string {
-	lx := lexer{s: q}
-	if w := lx.word(); (w != "CREATE" && w != "ALTER") || !containsFold(q, "as") {
+	lx := sqllex.NewScanner(q)
+	if w := lx.Word(); (w != "CREATE" && w != "ALTER") || !containsFold(q, "as") {
 		return q
 	}
-	if lx.word() != "TABLE" && lx.word() != "TABLE" { // CREATE TEMPORARY TABLE, ALTER IGNORE TABLE
+	if lx.Word() != "TABLE" && lx.Word() != "TABLE" { // CREATE TEMPORARY TABLE, ALTER IGNORE TABLE
 		return q
 	}
-	toks := lexTokens(q)
+	toks := sqllex.Lex(q)
 	var b strings.Builder
 	last := 0
 	for i := 0; i+2 < len(toks); i++ {
-		if toks[i].kind != 'w' || !strings.EqualFold(toks[i].text, "AS") || toks[i+1].text != "(" {
+		if !toks[i].Is("AS") || toks[i+1].Text != "(" {
 			continue
 		}
 		end := closingParen(toks, i+1)
@@ -32,15 +36,15 @@ func generatedParens(q string) string {
 			return q // unbalanced: the parser says what is wrong
 		}
 		inner := toks[i+2]
-		if end == i+2 || (inner.kind == 'w' && queryWords[strings.ToUpper(inner.text)]) ||
-			(inner.text == "(" && closingParen(toks, i+2) == end-1) {
+		if end == i+2 || (inner.Kind == sqllex.Word && queryWords[strings.ToUpper(inner.Text)]) ||
+			(inner.Text == "(" && closingParen(toks, i+2) == end-1) {
 			continue
 		}
-		b.WriteString(q[last:toks[i+1].start])
+		b.WriteString(q[last:toks[i+1].Start])
 		b.WriteString("((")
-		b.WriteString(q[toks[i+1].end:toks[end].start])
+		b.WriteString(q[toks[i+1].End:toks[end].Start])
 		b.WriteString("))")
-		last = toks[end].end
+		last = toks[end].End
 		i = end
 	}
 	if last == 0 {
@@ -55,10 +59,10 @@ var queryWords = map[string]bool{"SELECT": true, "WITH": true, "VALUES": true, "
 
 // closingParen returns the index of the token closing the parenthesis
 // toks[open], or -1.
-func closingParen(toks []lexToken, open int) int {
+func closingParen(toks []sqllex.Token, open int) int {
 	depth := 0
 	for j := open; j < len(toks); j++ {
-		switch toks[j].text {
+		switch toks[j].Text {
 		case "(":
 			depth++
 		case ")":

@@ -20,6 +20,8 @@ import (
 	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/pki"
 	"github.com/certusdb/certus/storage"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // Cluster is what the SQL layer needs from replication.
@@ -175,12 +177,12 @@ var (
 )
 
 func inspect(q string) stmtInfo {
-	lx := lexer{s: q}
-	switch lx.word() {
+	lx := sqllex.NewScanner(q)
+	switch lx.Word() {
 	case "SELECT", "WITH", "VALUES", "TABLE":
 		info := stmtInfo{kind: kindRead, nonPrimaryOK: true}
 		prev := ""
-		for w := lx.word(); w != ""; prev, w = w, lx.word() {
+		for w := lx.Word(); w != ""; prev, w = w, lx.Word() {
 			switch {
 			case w == "FROM":
 				info.nonPrimaryOK = false
@@ -195,17 +197,17 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{kind: kindInsert}
 	case "SHOW":
 		info := stmtInfo{kind: kindShow, nonPrimaryOK: true}
-		switch w := lx.word(); {
+		switch w := lx.Word(); {
 		case w == "GRANTS":
 			info.showGrants = true
-		case w == "PROCESSLIST", w == "FULL" && lx.word() == "PROCESSLIST":
-			info.processList = lx.word() == ""
+		case w == "PROCESSLIST", w == "FULL" && lx.Word() == "PROCESSLIST":
+			info.processList = lx.Word() == ""
 		case w == "ENGINE":
-			if lx.word() == "INNODB" && lx.word() == "STATUS" && lx.word() == "" {
+			if lx.Word() == "INNODB" && lx.Word() == "STATUS" && lx.Word() == "" {
 				info.answer = answerEngineStatus
 			}
 		case w == "CREATE":
-			switch lx.word() {
+			switch lx.Word() {
 			case "TABLE":
 				info.answer = answerLogTable
 			case "USER":
@@ -219,12 +221,16 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{nonPrimaryOK: true, answer: answerFlush}
 	case "SET":
 		info := stmtInfo{nonPrimaryOK: true, set: true}
-		if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q[lx.i:])), "PASSWORD") {
+		if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q[lx.Pos():])), "PASSWORD") {
 			return stmtInfo{answer: answerPassword}
 		}
-		for w := lx.word(); w != ""; w = lx.word() {
-			if w == "GLOBAL" || w == "PERSIST" || w == "PERSIST_ONLY" {
-				info.setGlobal = true
+		for t := lx.Next(); t.Kind != sqllex.EOF && !info.setGlobal; t = lx.Next() {
+			switch t.Kind {
+			case sqllex.Word: // SET GLOBAL x = ...
+				info.setGlobal = t.Is("GLOBAL") || t.Is("PERSIST") || t.Is("PERSIST_ONLY")
+			case sqllex.Var: // SET @@global.x = ...
+				u := t.Upper()
+				info.setGlobal = strings.HasPrefix(u, "@@GLOBAL.") || strings.HasPrefix(u, "@@PERSIST.") || strings.HasPrefix(u, "@@PERSIST_ONLY.")
 			}
 		}
 		return info
@@ -245,8 +251,8 @@ func inspect(q string) stmtInfo {
 	case "EXECUTE":
 		return stmtInfo{execute: true}
 	case "START":
-		info := stmtInfo{begin: lx.word() == "TRANSACTION"}
-		for w := lx.word(); info.begin && w != ""; w = lx.word() {
+		info := stmtInfo{begin: lx.Word() == "TRANSACTION"}
+		for w := lx.Word(); info.begin && w != ""; w = lx.Word() {
 			info.snapshot = info.snapshot || w == "CONSISTENT"
 		}
 		return info
@@ -255,7 +261,7 @@ func inspect(q string) stmtInfo {
 	case "DROP":
 		return stmtInfo{drop: true, ddl: true}
 	case "ALTER":
-		switch lx.word() {
+		switch lx.Word() {
 		case "USER":
 			return stmtInfo{ddl: true, answer: answerAlterUser}
 		case "INSTANCE":
@@ -264,7 +270,7 @@ func inspect(q string) stmtInfo {
 		return stmtInfo{ddl: true}
 	case "CREATE":
 		info := stmtInfo{ddl: true}
-		if lx.word() == "TABLE" {
+		if lx.Word() == "TABLE" {
 			info.answer = answerLogTable
 		}
 		return info
@@ -287,11 +293,11 @@ func isEmptyQuery(q string) bool {
 				i++
 			}
 		case c == '/' && i+1 < len(q) && q[i+1] == '*' && !(i+2 < len(q) && q[i+2] == '!'):
-			end := indexFrom(q, "*/", i+2)
+			end := strings.Index(q[i+2:], "*/")
 			if end < 0 {
 				return false
 			}
-			i = end + 1
+			i += end + 3
 		default:
 			return false
 		}
@@ -626,11 +632,11 @@ func (h *Handler) do(ctx context.Context, c *mysql.Conn, query string, out func(
 	if err != nil || strings.TrimSpace(rest) != "" {
 		return false, nil
 	}
-	lx := lexer{s: first}
-	if lx.word() != "DO" {
+	lx := sqllex.NewScanner(first)
+	if lx.Word() != "DO" {
 		return false, nil
 	}
-	err = h.inner.ComQuery(ctx, c, "SELECT "+first[lx.i:], func(*sqltypes.Result, bool) error { return nil })
+	err = h.inner.ComQuery(ctx, c, "SELECT "+first[lx.Pos():], func(*sqltypes.Result, bool) error { return nil })
 	if err != nil {
 		return true, ToSQLError(err)
 	}

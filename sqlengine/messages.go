@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/dolthub/vitess/go/mysql"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // mysqlMessages rewrites go-mysql-server's texts of the errors a user
@@ -149,11 +151,11 @@ func unknownColumn(msg, query string) (string, bool) {
 // the word col (or `col`) first appears.
 func columnClause(query, col string) string {
 	clause := "field list"
-	lx := lexer{s: query}
-	want := upper(col)
+	lx := sqllex.NewScanner(query)
+	want := sqllex.Upper(col)
 	quoted := strings.Index(strings.ToLower(query), "`"+strings.ToLower(col)+"`") // the lexer skips `col`
-	for w := lx.word(); w != ""; w = lx.word() {
-		if quoted >= 0 && lx.i > quoted {
+	for w := lx.Word(); w != ""; w = lx.Word() {
+		if quoted >= 0 && lx.Pos() > quoted {
 			return clause
 		}
 		switch w {

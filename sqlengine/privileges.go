@@ -11,6 +11,8 @@ import (
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/certusdb/certus/internal/fastsql"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // Privilege checks Certus makes itself: for the statements its fast path
@@ -187,8 +189,8 @@ func deniedDetail(query string, se *mysql.SQLError) *mysql.SQLError {
 	if err != nil {
 		return se
 	}
-	lx := lexer{s: first}
-	verb := lx.word()
+	lx := sqllex.NewScanner(first)
+	verb := lx.Word()
 	switch verb {
 	case "", "WITH", "TABLE", "VALUES":
 		verb = "SELECT"

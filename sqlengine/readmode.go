@@ -4,6 +4,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/certusdb/certus/txn"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // readMode decides how the statement reads tables. go-mysql-server passes
@@ -27,8 +29,8 @@ func readMode(ctx *sql.Context) txn.ReadMode {
 
 // classify inspects a statement's leading keyword and locking clause.
 func classify(q string) txn.ReadMode {
-	lx := lexer{s: q}
-	first := lx.word()
+	lx := sqllex.NewScanner(q)
+	first := lx.Word()
 	switch first {
 	case "UPDATE", "DELETE":
 		return txn.CurrentExclusive
@@ -41,7 +43,7 @@ func classify(q string) txn.ReadMode {
 	mode := txn.Snapshot
 	prev := ""
 	for {
-		w := lx.word()
+		w := lx.Word()
 		if w == "" {
 			return mode
 		}

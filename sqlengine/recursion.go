@@ -8,6 +8,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // MySQL's bounds on what a statement may recurse through, which
@@ -100,8 +102,8 @@ func (r *recursion) beginExecute(name string) (done func(), err error) {
 
 // executeName is the prepared statement a text EXECUTE names, or "".
 func executeName(query string) string {
-	lx := lexer{s: query}
-	if lx.word() != "EXECUTE" {
+	lx := sqllex.NewScanner(query)
+	if lx.Word() != "EXECUTE" {
 		return ""
 	}
 	st, err := ast.Parse(query)

@@ -10,6 +10,8 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // Accounts' REQUIRE and lock beyond what go-mysql-server parses: the AND
@@ -35,8 +37,8 @@ func requireAnd(q string) string {
 	if !mayStartWith(q, "create") && !mayStartWith(q, "alter") || !containsFold(q, "require") {
 		return q
 	}
-	lx := lexer{s: q}
-	if w := lx.word(); w != "CREATE" && w != "ALTER" || lx.word() != "USER" {
+	lx := sqllex.NewScanner(q)
+	if w := lx.Word(); w != "CREATE" && w != "ALTER" || lx.Word() != "USER" {
 		return q
 	}
 	return requireOptionRe.ReplaceAllString(q, "$1 AND $2")

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // GROUP BY ... WITH ROLLUP, which go-mysql-server's parser does not know,
@@ -95,13 +97,13 @@ func parseRollup(q string) (r rollupSelect, ok bool) {
 	for _, item := range splitTop(q, toks, toks[0].end, toks[from].start) {
 		it := rollupItem{expr: item, name: item, group: -1}
 		if m := asAliasRe.FindStringSubmatch(item); m != nil {
-			it.expr, it.name = m[1], unquoteName(m[2])
+			it.expr, it.name = m[1], sqllex.Unquote(m[2])
 		} else if m := bareAliasRe.FindStringSubmatch(item); m != nil && !isKeyword(m[2]) && !strings.HasSuffix(strings.TrimSpace(m[1]), ".") {
-			it.expr, it.name = m[1], unquoteName(m[2])
+			it.expr, it.name = m[1], sqllex.Unquote(m[2])
 		}
 		if it.name == it.expr {
 			if m := columnRefRe.FindStringSubmatch(it.expr); m != nil { // `t`.`a` is named a
-				it.name = unquoteName(m[1])
+				it.name = sqllex.Unquote(m[1])
 			}
 		}
 		if it.expr == "*" || strings.HasSuffix(it.expr, ".*") {
@@ -113,7 +115,7 @@ func parseRollup(q string) (r rollupSelect, ok bool) {
 		return r, false
 	}
 	for gi, g := range r.groups {
-		if strings.HasSuffix(upper(g), " ASC") || strings.HasSuffix(upper(g), " DESC") {
+		if strings.HasSuffix(sqllex.Upper(g), " ASC") || strings.HasSuffix(sqllex.Upper(g), " DESC") {
 			return r, false
 		}
 		if n, err := strconv.Atoi(g); err == nil { // GROUP BY 2
@@ -169,7 +171,7 @@ func sameExpr(a, b string) bool {
 // isKeyword reports whether the last word of an item is a keyword that
 // ends an expression rather than an alias.
 func isKeyword(w string) bool {
-	switch upper(w) {
+	switch sqllex.Upper(w) {
 	case "END", "NULL", "TRUE", "FALSE", "ASC", "DESC", "UNKNOWN":
 		return true
 	}
@@ -232,7 +234,7 @@ func rollupRewrite(q string) (string, bool) {
 		}
 	}
 	b.WriteString(") AS `__rollup`")
-	if !strings.HasPrefix(upper(r.tail), "ORDER") {
+	if !strings.HasPrefix(sqllex.Upper(r.tail), "ORDER") {
 		// each group's rows in key order, its super-aggregate after them
 		b.WriteString(" ORDER BY ")
 		for gi := range r.groups {

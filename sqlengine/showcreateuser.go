@@ -10,6 +10,8 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // SHOW CREATE USER, which go-mysql-server does not parse: the statement
@@ -31,9 +33,9 @@ func (h *Handler) showCreateUser(ctx context.Context, c *mysql.Conn, query strin
 		return false, nil
 	}
 	client := s.Client()
-	user, host := unquoteName(m[2]), "%"
+	user, host := sqllex.Unquote(m[2]), "%"
 	if m[3] != "" {
-		host = unquoteName(m[3])
+		host = sqllex.Unquote(m[3])
 	}
 	rd := h.users.Reader()
 	defer rd.Close()

@@ -17,6 +17,8 @@ import (
 
 	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/pki"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // Client TLS as MySQL has it: internal/clientconn does the TLS of the
@@ -162,8 +164,8 @@ var opensslCiphers = map[uint16]string{
 // that follow (the statement needs CONNECTION_ADMIN or SUPER). handled
 // is false when query is not that statement.
 func (h *Handler) reloadTLS(ctx context.Context, s *Session, query string, out func(*sqltypes.Result) error) (handled bool, err error) {
-	lx := lexer{s: query}
-	if lx.word() != "ALTER" || lx.word() != "INSTANCE" || lx.word() != "RELOAD" || lx.word() != "TLS" {
+	lx := sqllex.NewScanner(query)
+	if lx.Word() != "ALTER" || lx.Word() != "INSTANCE" || lx.Word() != "RELOAD" || lx.Word() != "TLS" {
 		return false, nil
 	}
 	if !h.holds(ctx, s, sql.PrivilegeType_Super) && !h.holdsDynamic(ctx, s, "connection_admin") {

@@ -14,6 +14,8 @@ package fastsql
 import (
 	"strconv"
 	"strings"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // Kind is the statement kind.
@@ -151,7 +153,7 @@ const (
 // which takes the next bound parameter), and a shape key that is equal for
 // statements that differ only in literals.
 func Parse(q string) (st *Statement, lits []Value, shape string, ok bool) {
-	p := parser{lx: lexer{s: q}}
+	p := parser{lx: newLexer(q)}
 	p.next()
 	st, ok = p.statement()
 	if !ok || p.failed {
@@ -167,7 +169,7 @@ func Parse(q string) (st *Statement, lits []Value, shape string, ok bool) {
 // through the cached Statement's Literals. ok is false if q holds
 // something Parse never accepts (comments, several statements).
 func Shape(q string) (shape string, lits []Value, ok bool) {
-	p := parser{lx: lexer{s: q}}
+	p := parser{lx: newLexer(q)}
 	for {
 		p.next()
 		if p.failed {
@@ -198,10 +200,15 @@ type token struct {
 	val  Value
 }
 
+// lexer reads the tokens the grammar takes through sqllex; anything else
+// (a comment, an operator, a variable, a hex literal) fails recognition.
 type lexer struct {
-	s string
-	i int
+	s   string
+	sc  sqllex.Scanner
+	end int // the end of the last token
 }
+
+func newLexer(q string) lexer { return lexer{s: q, sc: sqllex.NewScanner(q)} }
 
 type parser struct {
 	lx      lexer
@@ -240,106 +247,72 @@ func (p *parser) next() {
 }
 
 func (l *lexer) token() (token, bool) {
-	for l.i < len(l.s) {
-		c := l.s[l.i]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-			l.i++
-			continue
-		}
-		break
+	t := l.sc.Next()
+	if strings.TrimLeft(l.s[l.end:t.Start], " \t\n\r") != "" {
+		return token{}, false // a comment
 	}
-	if l.i >= len(l.s) {
+	l.end = t.End
+	switch t.Kind {
+	case sqllex.EOF:
 		return token{kind: tEOF}, true
-	}
-	c := l.s[l.i]
-	switch {
-	case c == ';':
-		// a trailing semicolon only
-		for j := l.i + 1; j < len(l.s); j++ {
-			if b := l.s[j]; b != ' ' && b != '\t' && b != '\n' && b != '\r' {
-				return token{}, false
-			}
+	case sqllex.Word:
+		if sqllex.IsDigit(t.Text[0]) {
+			return token{}, false // 1abc
 		}
-		l.i = len(l.s)
-		return token{kind: tEOF}, true
-	case isIdentStart(c):
-		start := l.i
-		for l.i < len(l.s) && isIdentByte(l.s[l.i]) {
-			l.i++
-		}
-		w := l.s[start:l.i]
-		up := strings.ToUpper(w)
+		up := t.Upper()
 		if up == "NULL" {
 			return token{kind: tNull, val: Value{Kind: Null}}, true
 		}
-		return token{kind: tWord, text: up, val: Value{Str: w}}, true
-	case c == '`':
-		j := strings.IndexByte(l.s[l.i+1:], '`')
-		if j < 0 {
+		return token{kind: tWord, text: up, val: Value{Str: t.Text}}, true
+	case sqllex.Ident:
+		id := t.Text[1:max(1, len(t.Text)-1)]
+		if t.Unterminated() || id == "" || strings.Contains(id, "`") {
 			return token{}, false
 		}
-		id := l.s[l.i+1 : l.i+1+j]
-		l.i += j + 2
-		if strings.ContainsAny(id, "`") || id == "" {
-			return token{}, false
+		return token{kind: tQuotedIdent, text: t.Text, val: Value{Str: id}}, true
+	case sqllex.Number:
+		return number(t.Text)
+	case sqllex.String:
+		if t.Text[0] != '\'' && t.Text[0] != '"' || t.Unterminated() {
+			return token{}, false // N'...'
 		}
-		return token{kind: tQuotedIdent, text: "`" + id + "`", val: Value{Str: id}}, true
-	case c >= '0' && c <= '9', c == '.' && l.i+1 < len(l.s) && isDigit(l.s[l.i+1]):
-		return l.number(false)
-	case c == '\'' || c == '"':
-		return l.str(c)
-	case c == '?':
-		l.i++
+		return token{kind: tString, val: Value{Kind: String, Str: sqllex.Unquote(t.Text)}}, true
+	case sqllex.Param:
 		return token{kind: tParam}, true
-	case c == '(' || c == ')' || c == ',' || c == '=' || c == '+' || c == '*' || c == '.':
-		l.i++
-		return token{kind: tPunct, text: string(c)}, true
-	case c == '-':
-		if l.i+1 < len(l.s) && l.s[l.i+1] == '-' {
-			return token{}, false // comment
+	case sqllex.Punct:
+		switch t.Text {
+		case ";": // a trailing semicolon only
+			if strings.TrimLeft(l.s[t.End:], " \t\n\r") != "" {
+				return token{}, false
+			}
+			l.end = len(l.s)
+			return token{kind: tEOF}, true
+		case "-":
+			if t.End < len(l.s) && l.s[t.End] == '-' {
+				return token{}, false
+			}
+			return token{kind: tPunct, text: t.Text}, true
+		case "(", ")", ",", "=", "+", "*", ".":
+			return token{kind: tPunct, text: t.Text}, true
 		}
-		l.i++
-		return token{kind: tPunct, text: "-"}, true
 	}
-	return token{}, false // comments, operators, anything else
+	return token{}, false // operators, variables, anything else
 }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-func isIdentStart(c byte) bool {
-	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-}
-func isIdentByte(c byte) bool { return isIdentStart(c) || isDigit(c) }
-
-func (l *lexer) number(neg bool) (token, bool) {
-	start := l.i
-	float := false
-	for l.i < len(l.s) {
-		c := l.s[l.i]
-		switch {
-		case isDigit(c):
-		case c == '.':
-			float = true
-		case c == 'e' || c == 'E':
-			float = true
-			if l.i+1 < len(l.s) && (l.s[l.i+1] == '-' || l.s[l.i+1] == '+') {
-				l.i++
-			}
-		default:
-			if isIdentStart(c) {
-				return token{}, false // 0x.., 1abc
-			}
-			goto done
-		}
-		l.i++
-	}
-done:
-	text := l.s[start:l.i]
+// number reads a decimal literal: an integer, a fixed-point number or one
+// with an exponent (not 0x1f, X'1f', b'01' or 1.2.3).
+func number(text string) (token, bool) {
 	t := token{kind: tNumber, text: text}
-	hasExp := strings.ContainsAny(text, "eE")
 	switch {
-	case hasExp:
+	case !sqllex.IsDigit(text[len(text)-1]) && text[len(text)-1] != '.' || strings.Count(text, ".") > 1 ||
+		len(text) > 1 && (text[1] == 'x' || text[1] == 'X' || text[1] == 'b' || text[1] == 'B' || text[1] == '\''):
+		return token{}, false
+	case strings.ContainsAny(text, "eE"):
+		if _, err := strconv.ParseFloat(text, 64); err != nil {
+			return token{}, false
+		}
 		t.val = Value{Kind: Float, Str: text}
-	case float:
+	case strings.Contains(text, "."):
 		t.val = Value{Kind: Decimal, Str: text}
 	default:
 		if v, err := strconv.ParseInt(text, 10, 64); err == nil {
@@ -351,54 +324,6 @@ done:
 		}
 	}
 	return t, true
-}
-
-// str reads a quoted string with MySQL's escapes (backslash sequences and
-// doubled quotes).
-func (l *lexer) str(q byte) (token, bool) {
-	var b strings.Builder
-	l.i++
-	for l.i < len(l.s) {
-		c := l.s[l.i]
-		switch {
-		case c == '\\':
-			if l.i+1 >= len(l.s) {
-				return token{}, false
-			}
-			switch e := l.s[l.i+1]; e {
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			case 'r':
-				b.WriteByte('\r')
-			case '0':
-				b.WriteByte(0)
-			case 'b':
-				b.WriteByte('\b')
-			case 'Z':
-				b.WriteByte(26)
-			case '%', '_':
-				b.WriteByte('\\')
-				b.WriteByte(e)
-			default:
-				b.WriteByte(e)
-			}
-			l.i += 2
-		case c == q:
-			if l.i+1 < len(l.s) && l.s[l.i+1] == q {
-				b.WriteByte(q)
-				l.i += 2
-				continue
-			}
-			l.i++
-			return token{kind: tString, val: Value{Kind: String, Str: b.String()}}, true
-		default:
-			b.WriteByte(c)
-			l.i++
-		}
-	}
-	return token{}, false
 }
 
 // --- grammar ---

@@ -1,6 +1,15 @@
+// Package sqltext looks at statement text the way the proxy needs to:
+// it normalises a statement into a digest (literals replaced by ?,
+// whitespace collapsed, keywords upper-cased) and classifies it for
+// routing (read, write, transaction control, session state). It reads
+// the text through internal/sqllex, the tokenizer the nodes use.
 package sqltext
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/certusdb/certus/internal/sqllex"
+)
 
 // Kind says where a statement may run.
 type Kind int
@@ -93,31 +102,31 @@ var sessionFuncs = map[string]bool{"LAST_INSERT_ID": true, "FOUND_ROWS": true, "
 // Classify classifies a statement (a COM_QUERY text or a prepared
 // statement's SQL).
 func Classify(q string) Statement {
-	toks := lex(q)
+	toks := sqllex.Lex(q)
 	// trailing semicolons end the statement; anything after one makes it a
 	// multi-statement
-	for len(toks) > 0 && toks[len(toks)-1].text == ";" {
+	for len(toks) > 0 && toks[len(toks)-1].Text == ";" {
 		toks = toks[:len(toks)-1]
 	}
 	for _, t := range toks {
-		if t.kind == tokPunct && t.text == ";" {
+		if t.Kind == sqllex.Punct && t.Text == ";" {
 			return Statement{Kind: Write, Sticky: true}
 		}
 	}
 	first := 0
-	for first < len(toks) && toks[first].text == "(" {
+	for first < len(toks) && toks[first].Text == "(" {
 		first++
 	}
 	if first >= len(toks) {
 		return Statement{Kind: Read}
 	}
-	w := toks[first].upper()
-	if toks[first].kind != tokWord {
+	w := toks[first].Upper()
+	if toks[first].Kind != sqllex.Word {
 		w = ""
 	}
 	second := ""
 	if first+1 < len(toks) {
-		second = toks[first+1].upper()
+		second = toks[first+1].Upper()
 	}
 	switch w {
 	case "SELECT", "WITH", "TABLE", "VALUES", "SHOW", "DESC", "DESCRIBE", "EXPLAIN", "HELP":
@@ -136,7 +145,7 @@ func Classify(q string) Statement {
 		return Statement{Kind: Commit}
 	case "ROLLBACK":
 		for _, t := range toks[first+1:] {
-			if t.upper() == "TO" {
+			if t.Upper() == "TO" {
 				return Statement{Kind: Write}
 			}
 		}
@@ -145,7 +154,7 @@ func Classify(q string) Statement {
 		return classifySet(q, toks[first+1:])
 	case "USE":
 		if first+1 < len(toks) {
-			return Statement{Kind: Use, DB: unquoteIdent(toks[first+1].text)}
+			return Statement{Kind: Use, DB: sqllex.Unquote(toks[first+1].Text)}
 		}
 		return Statement{Kind: Write}
 	case "LOCK", "UNLOCK", "PREPARE", "EXECUTE", "DEALLOCATE", "XA", "HANDLER":
@@ -157,7 +166,7 @@ func Classify(q string) Statement {
 	}
 	st := Statement{Kind: Write, LastInsertID: readsLastInsertID(toks)}
 	for _, t := range toks {
-		if t.kind == tokVar && !strings.HasPrefix(t.text, "@@") {
+		if t.Kind == sqllex.Var && !strings.HasPrefix(t.Text, "@@") {
 			st.Sticky = true
 		}
 	}
@@ -166,37 +175,37 @@ func Classify(q string) Statement {
 
 // readsLastInsertID reports whether toks call LAST_INSERT_ID() without an
 // argument.
-func readsLastInsertID(toks []token) bool {
+func readsLastInsertID(toks []sqllex.Token) bool {
 	for i := 0; i+2 < len(toks); i++ {
-		if toks[i].kind == tokWord && toks[i+1].text == "(" && toks[i+2].text == ")" && toks[i].upper() == "LAST_INSERT_ID" {
+		if toks[i].Kind == sqllex.Word && toks[i+1].Text == "(" && toks[i+2].Text == ")" && toks[i].Upper() == "LAST_INSERT_ID" {
 			return true
 		}
 	}
 	return false
 }
 
-func classifyRead(toks []token) Statement {
+func classifyRead(toks []sqllex.Token) Statement {
 	st := Statement{Kind: Read, Query: true, LastInsertID: readsLastInsertID(toks)}
-	if len(toks) >= 2 && toks[0].upper() == "SHOW" {
-		switch toks[1].upper() {
+	if len(toks) >= 2 && toks[0].Upper() == "SHOW" {
+		switch toks[1].Upper() {
 		case "WARNINGS", "ERRORS", "COUNT":
 			st.Diagnostics = true
 		}
 	}
 	for i, t := range toks {
-		switch t.kind {
-		case tokVar:
-			if !strings.HasPrefix(t.text, "@@") {
+		switch t.Kind {
+		case sqllex.Var:
+			if !strings.HasPrefix(t.Text, "@@") {
 				st.Sticky = true
 			}
-			if v := strings.ToLower(t.text); strings.HasSuffix(v, "warning_count") || strings.HasSuffix(v, "error_count") {
+			if v := strings.ToLower(t.Text); strings.HasSuffix(v, "warning_count") || strings.HasSuffix(v, "error_count") {
 				st.Diagnostics = true
 			}
-		case tokWord:
-			u := t.upper()
+		case sqllex.Word:
+			u := t.Upper()
 			next := ""
 			if i+1 < len(toks) {
-				next = toks[i+1].upper()
+				next = toks[i+1].Upper()
 			}
 			switch {
 			case u == "FOR" && (next == "UPDATE" || next == "SHARE"):
@@ -205,7 +214,7 @@ func classifyRead(toks []token) Statement {
 				st.Kind = Write
 			case u == "INTO":
 				st.Kind = Write
-			case u == "UPDATE" && i > 0 && toks[i-1].upper() == "FOR":
+			case u == "UPDATE" && i > 0 && toks[i-1].Upper() == "FOR":
 				// FOR UPDATE, seen at FOR
 			case u == "INSERT" || u == "UPDATE" || u == "DELETE" || u == "REPLACE":
 				st.Kind, st.Query = Write, false
@@ -225,7 +234,7 @@ func classifyRead(toks []token) Statement {
 }
 
 // classifySet classifies SET given the tokens after SET.
-func classifySet(q string, toks []token) Statement {
+func classifySet(q string, toks []sqllex.Token) Statement {
 	st := Statement{Kind: Set}
 	for _, item := range splitTop(toks) {
 		if len(item) == 0 {
@@ -233,11 +242,11 @@ func classifySet(q string, toks []token) Statement {
 		}
 		scope := ""
 		i := 0
-		switch u := item[0].upper(); {
-		case item[0].kind == tokWord && (u == "GLOBAL" || u == "PERSIST" || u == "PERSIST_ONLY"):
+		switch u := item[0].Upper(); {
+		case item[0].Kind == sqllex.Word && (u == "GLOBAL" || u == "PERSIST" || u == "PERSIST_ONLY"):
 			st.Global = true
 			continue
-		case item[0].kind == tokWord && (u == "SESSION" || u == "LOCAL"):
+		case item[0].Kind == sqllex.Word && (u == "SESSION" || u == "LOCAL"):
 			scope = "SESSION"
 			i = 1
 		}
@@ -245,10 +254,10 @@ func classifySet(q string, toks []token) Statement {
 			continue
 		}
 		t := item[i]
-		text := q[t.start:item[len(item)-1].end]
+		text := q[t.Start:item[len(item)-1].End]
 		switch {
-		case t.kind == tokVar && strings.HasPrefix(t.text, "@@"):
-			name := strings.ToLower(t.text[2:])
+		case t.Kind == sqllex.Var && strings.HasPrefix(t.Text, "@@"):
+			name := strings.ToLower(t.Text[2:])
 			switch {
 			case strings.HasPrefix(name, "global.") || strings.HasPrefix(name, "persist"):
 				st.Global = true
@@ -259,19 +268,19 @@ func classifySet(q string, toks []token) Statement {
 				name = name[len("local."):]
 			}
 			st.Vars = append(st.Vars, assignment(q, name, item[i+1:]))
-		case t.kind == tokVar:
+		case t.Kind == sqllex.Var:
 			st.Sticky = true
-		case t.kind == tokWord && (t.upper() == "NAMES" || t.upper() == "CHARSET" || (t.upper() == "CHARACTER" && i+1 < len(item) && item[i+1].upper() == "SET")):
+		case t.Kind == sqllex.Word && (t.Upper() == "NAMES" || t.Upper() == "CHARSET" || (t.Upper() == "CHARACTER" && i+1 < len(item) && item[i+1].Upper() == "SET")):
 			st.Vars = append(st.Vars, Assignment{Key: "names", Stmt: "SET " + text, Value: text})
-		case t.kind == tokWord && t.upper() == "TRANSACTION":
+		case t.Kind == sqllex.Word && t.Upper() == "TRANSACTION":
 			if scope == "" {
 				// applies to the next transaction only
 				st.Sticky = true
 				continue
 			}
 			st.Vars = append(st.Vars, Assignment{Key: "transaction", Stmt: "SET SESSION " + text, Value: text})
-		case t.kind == tokWord || t.kind == tokQuoted:
-			st.Vars = append(st.Vars, assignment(q, strings.ToLower(unquoteIdent(t.text)), item[i+1:]))
+		case t.Kind == sqllex.Word || t.Kind == sqllex.Ident:
+			st.Vars = append(st.Vars, assignment(q, strings.ToLower(sqllex.Unquote(t.Text)), item[i+1:]))
 		default:
 			st.Sticky = true
 		}
@@ -284,39 +293,32 @@ func classifySet(q string, toks []token) Statement {
 
 // assignment builds the replayable assignment of name from the tokens
 // after the variable name ("= expr" or ":= expr").
-func assignment(q, name string, rest []token) Assignment {
+func assignment(q, name string, rest []sqllex.Token) Assignment {
 	value := ""
-	if len(rest) > 1 && (rest[0].text == "=" || rest[0].text == ":=") {
-		value = q[rest[1].start:rest[len(rest)-1].end]
+	if len(rest) > 1 && (rest[0].Text == "=" || rest[0].Text == ":=") {
+		value = q[rest[1].Start:rest[len(rest)-1].End]
 	}
 	return Assignment{Key: name, Stmt: "SET SESSION " + name + " = " + value, Value: value}
 }
 
 // splitTop splits tokens at commas outside parentheses.
-func splitTop(toks []token) [][]token {
-	var out [][]token
+func splitTop(toks []sqllex.Token) [][]sqllex.Token {
+	var out [][]sqllex.Token
 	depth, start := 0, 0
 	for i, t := range toks {
-		switch t.text {
+		switch t.Text {
 		case "(":
 			depth++
 		case ")":
 			depth--
 		case ",":
-			if depth == 0 && t.kind == tokPunct {
+			if depth == 0 && t.Kind == sqllex.Punct {
 				out = append(out, toks[start:i])
 				start = i + 1
 			}
 		}
 	}
 	return append(out, toks[start:])
-}
-
-func unquoteIdent(s string) string {
-	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' {
-		return strings.ReplaceAll(s[1:len(s)-1], "``", "`")
-	}
-	return s
 }
 
 // BoolValue interprets a SET value as a boolean (0/1, ON/OFF,
@@ -335,25 +337,25 @@ func BoolValue(v string) (b, ok bool) {
 // without an alias and trailing semicolons, and gives the name of its
 // column: the alias, or the call as written.
 func RowCountQuery(q string) (column string, ok bool) {
-	toks := lex(q)
-	for len(toks) > 0 && toks[len(toks)-1].text == ";" {
+	toks := sqllex.Lex(q)
+	for len(toks) > 0 && toks[len(toks)-1].Text == ";" {
 		toks = toks[:len(toks)-1]
 	}
-	if len(toks) < 4 || toks[0].upper() != "SELECT" || toks[1].kind != tokWord || toks[1].upper() != "ROW_COUNT" ||
-		toks[2].text != "(" || toks[3].text != ")" {
+	if len(toks) < 4 || toks[0].Upper() != "SELECT" || toks[1].Kind != sqllex.Word || toks[1].Upper() != "ROW_COUNT" ||
+		toks[2].Text != "(" || toks[3].Text != ")" {
 		return "", false
 	}
 	alias := toks[4:]
-	if len(alias) == 2 && alias[0].kind == tokWord && alias[0].upper() == "AS" {
+	if len(alias) == 2 && alias[0].Kind == sqllex.Word && alias[0].Upper() == "AS" {
 		alias = alias[1:]
 	}
 	switch {
 	case len(alias) == 0:
-		return q[toks[1].start:toks[3].end], true
-	case len(alias) == 1 && alias[0].kind == tokString && len(alias[0].text) >= 2 && !strings.ContainsAny(alias[0].text, `\\`):
-		return alias[0].text[1 : len(alias[0].text)-1], true
-	case len(alias) == 1 && (alias[0].kind == tokQuoted || alias[0].kind == tokWord && !reservedAfterSelect[alias[0].upper()]):
-		return unquoteIdent(alias[0].text), true
+		return q[toks[1].Start:toks[3].End], true
+	case len(alias) == 1 && alias[0].Kind == sqllex.String && len(alias[0].Text) >= 2 && !strings.ContainsAny(alias[0].Text, `\\`):
+		return alias[0].Text[1 : len(alias[0].Text)-1], true
+	case len(alias) == 1 && (alias[0].Kind == sqllex.Ident || alias[0].Kind == sqllex.Word && !reservedAfterSelect[alias[0].Upper()]):
+		return sqllex.Unquote(alias[0].Text), true
 	}
 	return "", false
 }

@@ -1,6 +1,10 @@
 package sqltext
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/certusdb/certus/internal/sqllex"
+)
 
 // keywords are the words a digest writes in upper case; other words
 // (identifiers) keep their case.
@@ -25,28 +29,28 @@ func init() {
 // and keywords upper-cased. Statements that differ only in their
 // literals have the same digest.
 func Digest(q string) string {
-	toks := lex(q)
+	toks := sqllex.Lex(q)
 	var parts []string
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		var s string
-		switch t.kind {
-		case tokString, tokNumber, tokParam:
+		switch t.Kind {
+		case sqllex.String, sqllex.Number, sqllex.Param:
 			s = "?"
 			// a sign right before a number is part of the literal
-			if t.kind == tokNumber && len(parts) > 0 && (parts[len(parts)-1] == "-" || parts[len(parts)-1] == "+") && signPosition(parts) {
+			if t.Kind == sqllex.Number && len(parts) > 0 && (parts[len(parts)-1] == "-" || parts[len(parts)-1] == "+") && signPosition(parts) {
 				parts = parts[:len(parts)-1]
 			}
-		case tokWord:
-			if u := t.upper(); keywords[u] {
+		case sqllex.Word:
+			if u := t.Upper(); keywords[u] {
 				s = u
 			} else {
-				s = t.text
+				s = t.Text
 			}
-		case tokVar:
-			s = strings.ToLower(t.text)
+		case sqllex.Var:
+			s = strings.ToLower(t.Text)
 		default:
-			s = t.text
+			s = t.Text
 		}
 		parts = append(parts, s)
 	}
@@ -68,7 +72,7 @@ var funcKeywords = map[string]bool{"COUNT": true, "SUM": true, "MIN": true, "MAX
 
 // isCall reports whether a "(" after part p opens a function's arguments.
 func isCall(p string) bool {
-	if p == "" || !isWordStart(p[0]) {
+	if p == "" || !sqllex.IsWordStart(p[0]) {
 		return false
 	}
 	return !keywords[p] || funcKeywords[p]
@@ -90,7 +94,7 @@ func signPosition(parts []string) bool {
 		return true
 	}
 	c := prev[0]
-	return !(isWordChar(c) || c == '`' || c == '@')
+	return !(sqllex.IsWordChar(c) || c == '`' || c == '@')
 }
 
 // collapseLists turns "( ? , ? , ? )" into "( ?,... )".
