@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -177,16 +178,26 @@ func (n *Node) rollbackStreamsOf(nodes []uint64, msg string) {
 		n.log.Error("reading streaming transactions", "err", err)
 		return
 	}
-	for id, frags := range stored {
-		if !slices.Contains(nodes, frags[0].Stream.Node) {
-			continue
-		}
-		seq := n.rollbackSeq.Add(1)
-		ws := &writeset.WriteSet{ID: writeset.ID{Seq: seq}, LastSeen: n.core.Applied(), Flags: writeset.FlagStreamRollback,
-			Stream: writeset.Stream{ID: id, Node: frags[0].Stream.Node, Frag: uint64(len(frags))}}
+	for _, ws := range StreamRollbacks(stored, nodes, n.core.Applied()) {
+		ws.ID.Seq = n.rollbackSeq.Add(1)
 		ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
 		out, err := n.Replicate(ctx, ws)
 		cancel()
-		n.log.Info(msg, "transaction", id, "node", frags[0].Stream.Node, "seqno", out.Seqno, "err", err)
+		n.log.Info(msg, "transaction", ws.Stream.ID, "node", ws.Stream.Node, "seqno", out.Seqno, "err", err)
 	}
+}
+
+// StreamRollbacks returns the rollbacks of the open streaming transactions
+// of stored (storage's StoredStreams) that were begun on one of nodes, in
+// the order of their IDs: write-sets without an ID (the proposer numbers
+// them) that saw the log up to lastSeen.
+func StreamRollbacks(stored map[writeset.ID][]*writeset.WriteSet, nodes []uint64, lastSeen uint64) []*writeset.WriteSet {
+	var out []*writeset.WriteSet
+	for _, id := range slices.SortedFunc(maps.Keys(stored), writeset.ID.Compare) {
+		if began := stored[id][0].Stream.Node; slices.Contains(nodes, began) {
+			out = append(out, &writeset.WriteSet{LastSeen: lastSeen, Flags: writeset.FlagStreamRollback,
+				Stream: writeset.Stream{ID: id, Node: began, Frag: uint64(len(stored[id]))}})
+		}
+	}
+	return out
 }

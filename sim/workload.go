@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/certusdb/certus/replication"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/writeset"
 )
@@ -175,17 +176,16 @@ func (c *client) proposeAt(kind opKind, keys []string, def *storage.TableDef, ro
 
 // rollbackStream proposes the rollback of a streaming transaction, once:
 // if it is lost, the node's next restart rolls the transaction back.
-func (n *node) rollbackStream(id writeset.ID, frags uint64) {
+func (n *node) rollbackStream(ws *writeset.WriteSet) {
 	n.seq++
-	ws := &writeset.WriteSet{ID: writeset.ID{Origin: n.origin, Seq: n.seq}, LastSeen: min(n.lowWatermark(), n.eng.Applied()),
-		Flags: writeset.FlagStreamRollback, Stream: writeset.Stream{ID: id, Node: n.id, Frag: frags}}
-	n.w.event("n%d rolls back stream %v", n.id, id)
+	ws.ID = writeset.ID{Origin: n.origin, Seq: n.seq}
+	n.w.event("n%d rolls back stream %v", n.id, ws.Stream.ID)
 	n.core.Propose(ws.Encode(nil))
 }
 
 // rollbackStaleStreams rolls back, once caught up after a start, the
-// streaming transactions the node's earlier incarnations left open (a
-// real node's replication.Node does the same).
+// streaming transactions the node's earlier incarnations left open, as
+// replication.Node does.
 func (n *node) rollbackStaleStreams() {
 	n.staleStreams = false
 	stored, err := n.eng.StoredStreams()
@@ -193,10 +193,8 @@ func (n *node) rollbackStaleStreams() {
 		n.w.fail("n%d: stored streams: %v", n.id, err)
 		return
 	}
-	for _, id := range sortedKeys(stored) {
-		if frags := stored[id]; frags[0].Stream.Node == n.id {
-			n.rollbackStream(id, uint64(len(frags)))
-		}
+	for _, ws := range replication.StreamRollbacks(stored, []uint64{n.id}, min(n.lowWatermark(), n.eng.Applied())) {
+		n.rollbackStream(ws)
 	}
 }
 
@@ -294,7 +292,8 @@ func (o *op) finish(out outcome) {
 	}
 	if out == outcomeUnknown && o.ws.Flags&writeset.StreamFlags != 0 && n.up {
 		// (a crashed node rolls it back after its restart)
-		n.rollbackStream(o.ws.Stream.ID, o.ws.Stream.Frag+1)
+		n.rollbackStream(&writeset.WriteSet{LastSeen: min(n.lowWatermark(), n.eng.Applied()), Flags: writeset.FlagStreamRollback,
+			Stream: writeset.Stream{ID: o.ws.Stream.ID, Node: n.id, Frag: o.ws.Stream.Frag + 1}})
 	}
 	c.unlock(o.keys)
 	n.props.Take(o.ws.ID)
