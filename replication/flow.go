@@ -8,74 +8,102 @@ import (
 	"github.com/certusdb/certus/flowcontrol"
 )
 
-// flowInterval is how often a node looks at its receive queue and, while
+// FlowInterval is how often a node looks at its receive queue and, while
 // it asks the cluster to slow down, tells the others.
-const flowInterval = 100 * time.Millisecond
+const FlowInterval = 100 * time.Millisecond
 
 // writerWindow is how long an origin counts as writing after its last
 // write-set reached the log.
 const writerWindow = time.Second
 
-// writers tracks the origins whose write-sets reached the log recently, so
-// flow control can give each writing node at least an equal share.
-type writers struct {
-	mu   sync.Mutex
-	seen map[uint64]time.Time
+// Flow is a node's flow control: its flowcontrol.Controller, and what the
+// node tells it. It counts the origins whose write-sets reached the log
+// lately, so that each writing node gets at least an equal share of the
+// rate; it notes how long the apply stage has held one entry; and a node
+// that is catching up (joining, recovering, receiving a state transfer)
+// or was desynced by an operator (wsrep_desync) asks nothing: falling
+// behind is then its own business, as in Galera. It reads no clock:
+// replication.Node drives it with the wall clock, the simulator with its
+// ticks.
+type Flow struct {
+	*flowcontrol.Controller
+
+	mu      sync.Mutex
+	writers map[uint64]time.Time // origin → when its last write-set was logged
+
+	// the entry the apply stage was in at the last look, and since when
+	inIdx   uint64
+	inSince time.Time
 }
 
-func (w *writers) note(origin uint64, now time.Time) {
-	w.mu.Lock()
-	if w.seen == nil {
-		w.seen = map[uint64]time.Time{}
+// NewFlow returns a node's flow control with settings cfg.
+func NewFlow(cfg flowcontrol.Config, now time.Time) *Flow {
+	return &Flow{Controller: flowcontrol.New(cfg, now), writers: map[uint64]time.Time{}}
+}
+
+// Logged notes that a write-set of origin reached the node's log.
+func (f *Flow) Logged(origin uint64, now time.Time) {
+	f.mu.Lock()
+	f.writers[origin] = now
+	f.mu.Unlock()
+}
+
+// FlowState is what a node's flow control looks at every FlowInterval.
+type FlowState struct {
+	Committed, Applied uint64
+	// Applying is the entry the apply stage is in (Core.Applying; 0: none)
+	Applying uint64
+	// CatchingUp: the node is not synced, or is desynced
+	CatchingUp bool
+}
+
+// Observe looks at the node's receive queue and returns the report to
+// send to the other data members, if there is one to send.
+func (f *Flow) Observe(now time.Time, st FlowState) (flowcontrol.Report, bool) {
+	committed := st.Committed
+	if st.CatchingUp {
+		committed = st.Applied
 	}
-	w.seen[origin] = now
-	w.mu.Unlock()
+	var heldSince time.Time // one entry held the stage since then
+	switch {
+	case st.Applying == 0 || st.Applying != f.inIdx:
+		f.inIdx, f.inSince = st.Applying, now
+	default:
+		heldSince = f.inSince
+	}
+	return f.Controller.Observe(now, committed, st.Applied, f.writing(now), heldSince)
 }
 
-// count returns how many origins wrote within writerWindow of now.
-func (w *writers) count(now time.Time) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for o, at := range w.seen {
+// writing returns how many origins wrote within writerWindow of now.
+func (f *Flow) writing(now time.Time) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for o, at := range f.writers {
 		if now.Sub(at) > writerWindow {
-			delete(w.seen, o)
+			delete(f.writers, o)
 		}
 	}
-	return len(w.seen)
+	return len(f.writers)
 }
 
-// flowLoop observes the receive queue every flowInterval and sends this
+// flowLoop observes the receive queue every FlowInterval and sends this
 // node's flow control report to the other data members when there is one
-// to send. A node that is not synced (joining, recovering, receiving a
-// state transfer) asks nothing: catching up is its own business. Nor does
-// a node an operator desynced (wsrep_desync), as in Galera.
+// to send.
 func (n *Node) flowLoop() {
 	defer close(n.flowDone)
-	t := time.NewTicker(flowInterval)
+	t := time.NewTicker(FlowInterval)
 	defer t.Stop()
-	// the entry the apply stage was in at the last look, and since when
-	var inIdx uint64
-	var inSince time.Time
 	for {
 		select {
 		case <-t.C:
 		case <-n.stopc:
 			return
 		}
-		now := time.Now()
-		applied := n.eng.Applied()
-		committed := n.core.Committed()
-		if !n.Recovered() || n.core.Transferring() || n.desync.Load() {
-			committed = applied
-		}
-		var heldSince time.Time // one entry held the stage since then
-		switch idx := n.core.Applying(); {
-		case idx == 0 || idx != inIdx:
-			inIdx, inSince = idx, now
-		default:
-			heldSince = inSince
-		}
-		r, send := n.flow.Observe(now, committed, applied, n.writers.count(now), heldSince)
+		applied := n.eng.Applied() // first: the commit index read after it is not behind it
+		r, send := n.flow.Observe(time.Now(), FlowState{
+			Committed: n.core.Committed(), Applied: applied, Applying: n.core.Applying(),
+			CatchingUp: !n.Recovered() || n.core.Transferring() || n.desync.Load(),
+		})
 		if !send || n.cfg.Transport == nil {
 			continue
 		}

@@ -223,8 +223,7 @@ type Node struct {
 	prepWG         sync.WaitGroup
 	flowDone       chan struct{} // closed when flowLoop ends
 
-	flow    *flowcontrol.Controller
-	writers writers
+	flow *Flow
 
 	applyDelay atomic.Int64 // fault injection: extra apply time per entry (ns)
 	processing atomic.Int64 // when the raft loop's Process began (unix ns); 0 outside it
@@ -325,7 +324,7 @@ func Start(cfg Config) (*Node, error) {
 		applied:   make(chan struct{}),
 		aheadc:    make(chan struct{}, 1),
 		flowDone:  make(chan struct{}),
-		flow:      flowcontrol.New(cfg.FlowControl, time.Now()),
+		flow:      NewFlow(cfg.FlowControl, time.Now()),
 		stopc:     make(chan struct{}),
 		done:      make(chan struct{}),
 		props:     NewProposals[*waiter](),
@@ -688,7 +687,7 @@ func (n *Node) prepareLoop(id int) {
 
 // onLogged notes that a local write-set reached this node's raft log.
 func (n *Node) onLogged(id writeset.ID, index uint64) {
-	n.writers.note(id.Origin, time.Now())
+	n.flow.Logged(id.Origin, time.Now())
 	n.mu.Lock()
 	n.props.Logged(id, index)
 	n.mu.Unlock()

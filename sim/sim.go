@@ -11,8 +11,9 @@
 // Faults: message loss, duplication, delay and reordering; partitions and
 // healing; node crashes that lose unsynced writes (a random part of them),
 // some in the middle of a log write the apply stage ran ahead of, followed
-// by restarts; and pauses (a node that stops ticking and answering
-// for a while, like SIGSTOP). Workload: bank transfers and registers,
+// by restarts; pauses (a node that stops ticking and answering for a
+// while, like SIGSTOP); and a slow member, which flow control (the node's
+// own replication.Flow) may hold the writers back for. Workload: bank transfers and registers,
 // written with row-lock discipline (as the origin's InnoDB-style locks
 // would) and read with wsrep_sync_wait-style causal reads.
 //
@@ -44,6 +45,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/certusdb/certus/certify"
+	"github.com/certusdb/certus/flowcontrol"
 	"github.com/certusdb/certus/replication"
 	"github.com/certusdb/certus/statetransfer"
 	"github.com/certusdb/certus/storage"
@@ -86,6 +88,14 @@ type Config struct {
 	// Streams runs half of the transfers as streaming transactions: a
 	// fragment debits one account, the commit credits the other.
 	Streams bool
+	// FlowControl runs each node's flow control (replication.Flow, with a
+	// receive queue limit of flowLimit): nodes observe their queues every
+	// replication.FlowInterval and send their reports over the simulated
+	// network, and clients wait for its admission before each write.
+	FlowControl bool
+	// SlowMember makes one node apply one write-set every slowApplyTicks
+	// through the middle half of the run.
+	SlowMember bool
 	// Trace, when set, receives one line per event.
 	Trace io.Writer
 	// Log, when set, receives the nodes' own log (for debugging a seed).
@@ -112,6 +122,8 @@ func Defaults(seed int64) Config {
 		SlowApply:      r.Intn(2) == 0,
 		ParallelApply:  r.Intn(2) == 0,
 		Streams:        r.Intn(2) == 0,
+		FlowControl:    r.Intn(2) == 0,
+		SlowMember:     r.Intn(3) == 0,
 	}
 }
 
@@ -160,9 +172,15 @@ type Result struct {
 	Crashes, Partitions, Pauses int
 	// CommitNotices counts the read answers a follower committed from
 	// (replication.Core.LearnCommit).
-	CommitNotices                       int
-	Applied                             uint64
-	MessagesDropped, MessagesDuplicated uint64
+	CommitNotices int
+	// Throttled counts the ticks clients waited for flow control's
+	// admission; MaxQueue is the longest receive queue (committed, not
+	// applied) a node had, MaxSlowQueue the slow member's, and
+	// SlowQueueEnd the slow member's as its slow time ends.
+	Throttled                            int
+	MaxQueue, MaxSlowQueue, SlowQueueEnd uint64
+	Applied                              uint64
+	MessagesDropped, MessagesDuplicated  uint64
 }
 
 // Replay is the command that reproduces a seed.
@@ -188,6 +206,7 @@ func Run(cfg Config) (res *Result) {
 		res.Fragments = w.fragments
 		res.Crashes, res.Partitions, res.Pauses = w.crashes, w.partitions, w.pauses
 		res.CommitNotices = w.notices
+		res.Throttled, res.MaxQueue, res.MaxSlowQueue, res.SlowQueueEnd = w.throttled, w.maxQueue, w.maxSlowQueue, w.slowQueueEnd
 		res.MessagesDropped, res.MessagesDuplicated = w.net.dropped, w.net.duped
 	}()
 	if err := w.start(); err != nil {
@@ -239,6 +258,10 @@ type world struct {
 	fragments                             int
 	crashes, partitions, pauses           int
 	notices                               int
+	throttled                             int
+	maxQueue, maxSlowQueue, slowQueueEnd  uint64
+	// slow is the slow member's id (0: none)
+	slow uint64
 }
 
 const (
@@ -294,6 +317,10 @@ func (w *world) members() []replication.Member {
 }
 
 func (w *world) start() error {
+	if w.cfg.SlowMember {
+		w.slow = uint64(1 + w.r.Intn(w.cfg.Nodes))
+		w.event("n%d is slow from tick %d to %d", w.slow, w.cfg.Ticks/4, w.cfg.Ticks*3/4)
+	}
 	for _, m := range w.members() {
 		n := &node{w: w, id: m.ID, member: m, fs: vfs.NewCrashableMem(), locks: map[string]*client{}, props: replication.NewProposals[*op]()}
 		if err := n.open(); err != nil {
@@ -364,6 +391,8 @@ func (w *world) step() {
 		case !n.up:
 		case n.pausedUntil > w.tick:
 			w.net.send(n.pausedUntil-1, []*pb.Message{m}) // delivered after the pause
+		case isFlowReport(m):
+			n.receiveFlow(m)
 		case isCommitNotice(m):
 			if n.core.LearnCommit(m.GetFrom(), m.GetTerm(), m.GetIndex()) {
 				w.notices++
@@ -385,6 +414,19 @@ func (w *world) step() {
 			}
 		}
 		n.process()
+		if n.up && n.flow != nil && w.tick%flowTicks == 0 {
+			n.observeFlow()
+		}
+		if n.up {
+			q := sub(n.core.Committed(), n.eng.Applied())
+			w.maxQueue = max(w.maxQueue, q)
+			if n.id == w.slow {
+				w.maxSlowQueue = max(w.maxSlowQueue, q)
+				if w.tick == int64(w.cfg.Ticks*3/4)-1 {
+					w.slowQueueEnd = q
+				}
+			}
+		}
 	}
 }
 
@@ -462,6 +504,12 @@ func (n *node) apply() bool {
 	budget := 1 << 30
 	if n.w.cfg.SlowApply && n.w.r.Intn(3) == 0 {
 		budget = n.w.r.Intn(3)
+	}
+	if n.slowNow() {
+		if n.w.tick < n.slowNext {
+			return true
+		}
+		budget, n.slowNext = 1, n.w.tick+slowApplyTicks
 	}
 	if _, err := n.core.ApplyNext(budget); err != nil {
 		n.w.fail("node %d: apply: %v", n.id, err)
@@ -593,6 +641,10 @@ type node struct {
 	// staleStreams is set from a start until the node rolled back the
 	// streaming transactions its previous incarnations left open.
 	staleStreams bool
+	// flow is the node's flow control (nil without Config.FlowControl)
+	flow *replication.Flow
+	// slowNext is when the slow member may apply its next write-set
+	slowNext int64
 }
 
 func (n *node) open() error {
@@ -629,6 +681,9 @@ func (n *node) open() error {
 	core.SetParallelApply(n.w.cfg.ParallelApply)
 	n.core, n.up = core, true
 	n.staleStreams = true
+	if n.w.cfg.FlowControl {
+		n.flow = replication.NewFlow(flowcontrol.Config{Limit: flowLimit}, n.w.now())
+	}
 	n.incarnation++
 	n.origin = uint64(n.id)<<32 | uint64(n.incarnation)
 	n.lastApp = eng.Applied()
@@ -745,7 +800,12 @@ func (n *node) pendingWork() bool {
 // decided at the same seqno and answers local clients.
 // onLogged and onOverwritten tell the node's proposals (as
 // replication.Node does).
-func (n *node) onLogged(id writeset.ID, index uint64) { n.props.Logged(id, index) }
+func (n *node) onLogged(id writeset.ID, index uint64) {
+	if n.flow != nil {
+		n.flow.Logged(id.Origin, n.w.now())
+	}
+	n.props.Logged(id, index)
+}
 
 func (n *node) onOverwritten(from uint64) { n.props.Overwritten(from) }
 

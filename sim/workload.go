@@ -56,6 +56,9 @@ type client struct {
 	n   *node
 	id  int
 	cur *op
+	// waitingSince is when its next write began to wait for flow
+	// control's admission (zero: it does not wait)
+	waitingSince time.Time
 }
 
 // Timeouts, in ticks.
@@ -94,7 +97,11 @@ func (c *client) step() {
 	if n.staleStreams && n.eng.Applied() >= n.core.Committed() {
 		n.rollbackStaleStreams()
 	}
-	switch x := w.r.Intn(10); {
+	x := w.r.Intn(10)
+	if x >= 3 && x < 8 && !c.admitted() {
+		return
+	}
+	switch {
 	case x < 3:
 	case x < 6:
 		c.transfer(w.cfg.Streams && w.r.Intn(2) == 0)
