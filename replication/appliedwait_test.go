@@ -1,54 +1,39 @@
 package replication
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
-func TestAppliedWaitsWakeOnlyTheReached(t *testing.T) {
-	var a appliedWaits
-	chs := map[uint64]chan struct{}{}
-	for _, s := range []uint64{5, 3, 7, 9} {
-		chs[s] = a.add(s)
+// TestAppliedWaitsReleaseOnlyTheReached releases waiters as seqnos are
+// applied: only those reached, in seqno order and, for one seqno, in the
+// order they came; a removed waiter never.
+func TestAppliedWaitsReleaseOnlyTheReached(t *testing.T) {
+	var a AppliedWaits[string]
+	for _, w := range []struct {
+		seqno uint64
+		name  string
+	}{{5, "5"}, {3, "3a"}, {7, "7"}, {9, "9"}, {3, "3b"}, {6, "gone"}} {
+		a.Add(w.seqno, w.name)
 	}
-	twin := a.add(3) // a second wait for the same seqno
-	gone := a.add(6)
-	a.remove(gone)
-	closed := func(ch chan struct{}) bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
+	a.Remove("gone")
 	for _, step := range []struct {
-		applied uint64
-		woken   []uint64
-		waiting []uint64
-		listed  int
+		applied  uint64
+		released []string
+		left     int
 	}{
-		{2, nil, []uint64{3, 5, 7, 9}, 5},
-		{4, []uint64{3}, []uint64{5, 7, 9}, 3},
-		{7, []uint64{3, 5, 7}, []uint64{9}, 1},
-		{100, []uint64{3, 5, 7, 9}, nil, 0},
+		{2, nil, 5},
+		{4, []string{"3a", "3b"}, 3},
+		{7, []string{"5", "7"}, 1},
+		{100, []string{"9"}, 0},
 	} {
-		a.release(step.applied)
-		for _, s := range step.woken {
-			if !closed(chs[s]) {
-				t.Fatalf("applied %d: the wait for %d was not woken", step.applied, s)
-			}
+		var got []string
+		a.Release(step.applied, func(w string) { got = append(got, w) })
+		if !slices.Equal(got, step.released) {
+			t.Fatalf("applied %d: released %v, want %v", step.applied, got, step.released)
 		}
-		for _, s := range step.waiting {
-			if closed(chs[s]) {
-				t.Fatalf("applied %d: the wait for %d was woken", step.applied, s)
-			}
+		if a.Len() != step.left {
+			t.Fatalf("applied %d: %d waiting, want %d", step.applied, a.Len(), step.left)
 		}
-		if closed(twin) != (step.applied >= 3) {
-			t.Fatalf("applied %d: the second wait for 3 woken: %v", step.applied, closed(twin))
-		}
-		if len(a.w) != step.listed {
-			t.Fatalf("applied %d: %d waits listed, want %d", step.applied, len(a.w), step.listed)
-		}
-	}
-	if closed(gone) {
-		t.Fatal("a removed wait was woken")
 	}
 }

@@ -241,7 +241,7 @@ type Node struct {
 	// appliedWaits for their own seqno.
 	appliedMu    sync.Mutex
 	appliedCh    chan struct{}
-	appliedWaits appliedWaits
+	appliedWaits AppliedWaits[chan struct{}]
 
 	ctx    context.Context // ends at Stop; ends a state transfer in progress
 	cancel context.CancelFunc
@@ -594,7 +594,7 @@ func (n *Node) applyNext(max int) (int, error) {
 		j, err := n.core.ApplyNext(1)
 		if j > 0 {
 			k += j
-			n.appliedWaits.release(n.eng.Applied())
+			n.appliedWaits.Release(n.eng.Applied(), func(ch chan struct{}) { close(ch) })
 		}
 		if err != nil || j == 0 {
 			return k, err

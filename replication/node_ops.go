@@ -308,16 +308,17 @@ func (n *Node) WaitApplied(ctx context.Context, seqno uint64) error {
 	if n.eng.Applied() >= seqno {
 		return nil
 	}
-	ch := n.appliedWaits.add(seqno)
+	ch := make(chan struct{})
+	n.appliedWaits.Add(seqno, ch)
 	if n.eng.Applied() >= seqno { // applied before the wait was listed
-		n.appliedWaits.remove(ch)
+		n.appliedWaits.Remove(ch)
 		return nil
 	}
 	select {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
-		n.appliedWaits.remove(ch)
+		n.appliedWaits.Remove(ch)
 		return ctx.Err()
 	case <-n.stopc:
 		return ErrStopped

@@ -627,9 +627,9 @@ type node struct {
 
 	clients []*client
 	locks   map[string]*client
-	props   *replication.Proposals[*op] // the write-sets of its clients' operations
-	reads   replication.ReadQueue[*op]  // causal reads waiting for a ReadIndex round
-	indexed []*op                       // causal reads with their index, waiting for it to apply
+	props   *replication.Proposals[*op]   // the write-sets of its clients' operations
+	reads   replication.ReadQueue[*op]    // causal reads waiting for a ReadIndex round
+	indexed replication.AppliedWaits[*op] // causal reads with their index, waiting for it to apply
 	lastApp uint64
 
 	donor          *statetransfer.Donor
@@ -729,7 +729,7 @@ func (n *node) crash() {
 		o.finish(outcomeUnknown)
 	}
 	n.locks = map[string]*client{}
-	n.reads, n.indexed = replication.ReadQueue[*op]{}, nil
+	n.reads, n.indexed = replication.ReadQueue[*op]{}, replication.AppliedWaits[*op]{}
 	for _, c := range n.clients {
 		c.cur = nil
 	}
@@ -793,7 +793,7 @@ func (n *node) abandon(o *op) {
 
 // pendingWork reports whether local operations are still waiting.
 func (n *node) pendingWork() bool {
-	return n.props.Len() > 0 || n.reads.Len() > 0 || len(n.indexed) > 0
+	return n.props.Len() > 0 || n.reads.Len() > 0 || n.indexed.Len() > 0
 }
 
 // onApplied checks every applied write-set against what the other nodes
@@ -867,8 +867,8 @@ func (n *node) onReadState(rs raft.ReadState) {
 		return
 	}
 	for _, o := range n.reads.Finish(binary.BigEndian.Uint64(rs.RequestCtx)) {
-		n.indexed = append(n.indexed, o)
 		o.readIndex = rs.Index
+		n.indexed.Add(o.readIndex, o)
 	}
 	n.startRead()
 }
@@ -897,17 +897,11 @@ func (n *node) progress() {
 		}
 	}
 	n.lastApp = applied
-	waiting := n.indexed[:0]
-	for _, o := range n.indexed {
-		switch {
-		case o.c.cur != o: // its client gave up
-		case applied >= o.readIndex:
+	n.indexed.Release(applied, func(o *op) {
+		if o.c.cur == o { // else its client gave up
 			o.completeRead()
-		default:
-			waiting = append(waiting, o)
 		}
-	}
-	n.indexed = waiting
+	})
 }
 
 // lowWatermark is the lowest read position of the node's pending

@@ -263,7 +263,7 @@ func (c *client) read() {
 	// else the read joins a round
 	if idx, _, ok := n.core.LeaseRead(); ok {
 		o.readIndex = idx
-		n.indexed = append(n.indexed, o)
+		n.indexed.Add(idx, o)
 		return
 	}
 	n.reads.Add(o)
