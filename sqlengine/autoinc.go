@@ -6,6 +6,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
+	"github.com/certusdb/certus/sqlengine/internal/gmstable"
 	"github.com/certusdb/certus/txn"
 )
 
@@ -66,74 +67,22 @@ func (h *Handler) syncAutoIncrement(s *Session) {
 	s.autoIncStride = v
 }
 
-// autoIncrementStep is the session's auto_increment_increment and
-// auto_increment_offset.
-func autoIncrementStep(ctx *sql.Context, s sql.Session) (increment, offset uint64) {
-	get := func(name string) uint64 {
-		v, err := s.GetSessionVariable(ctx, name)
-		if err != nil {
-			return 1
-		}
-		if n, ok := asInt(v); ok && n > 0 {
-			return uint64(n)
-		}
-		return 1
-	}
-	return get("auto_increment_increment"), get("auto_increment_offset")
-}
-
 // GetNextAutoIncrementValue implements sql.AutoIncrementTable: insertVal
 // nil reserves the next value; an explicit value moves the counter past
 // it, unless it is no value of the column (out of range: the insert
 // fails, and like MySQL the counter stays).
 func (t *Table) GetNextAutoIncrementValue(ctx *sql.Context, insertVal interface{}) (uint64, error) {
 	if insertVal == nil {
-		inc, off := autoIncrementStep(ctx, ctx.Session)
+		inc, off := gmstable.AutoIncrementStep(ctx, ctx.Session)
 		return t.p.mgr.NextAutoIncrement(t.def.ID, inc, off), nil
 	}
 	typ, _ := t.autoIncrementType()
-	explicit := explicitAutoIncrement(ctx, typ, insertVal)
+	explicit := gmstable.ExplicitAutoIncrement(ctx, typ, insertVal)
 	if explicit == 0 {
 		return 0, nil
 	}
 	t.p.mgr.PassAutoIncrement(t.def.ID, explicit)
 	return explicit, nil
-}
-
-// explicitAutoIncrement is the value insertVal gives an AUTO_INCREMENT
-// column of type typ (nil: not known), or 0 for one the counter must not
-// pass: not positive, or no value of the column (out of range: the insert
-// fails, and like MySQL the counter stays).
-func explicitAutoIncrement(ctx *sql.Context, typ sql.Type, insertVal interface{}) uint64 {
-	if typ != nil {
-		v, inRange, err := typ.Convert(ctx, insertVal)
-		if err != nil || inRange != sql.InRange {
-			return 0
-		}
-		insertVal = v
-	}
-	explicit, _ := autoIncrementArg(ctx, insertVal)
-	return explicit
-}
-
-// autoIncrementArg is a positive AUTO_INCREMENT column value as uint64 (0
-// for other values).
-func autoIncrementArg(ctx *sql.Context, v interface{}) (uint64, error) {
-	if v == nil {
-		return 0, nil
-	}
-	switch x := v.(type) {
-	case uint64:
-		return x, nil
-	case float32:
-		return uint64(max(x, 0)), nil
-	case float64:
-		return uint64(max(x, 0)), nil
-	}
-	if i, ok := asInt(v); ok && i > 0 {
-		return uint64(i), nil
-	}
-	return 0, nil
 }
 
 // PeekNextAutoIncrementValue implements sql.AutoIncrementGetter. Once the
@@ -172,7 +121,7 @@ func (t *Table) startAutoIncrement(ctx *sql.Context, ord int) error {
 		if !ok {
 			break
 		}
-		if v, _ := autoIncrementArg(ctx, row[ord]); v > largest {
+		if v, _ := gmstable.AutoIncrementArg(ctx, row[ord]); v > largest {
 			largest = v
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 )
 
 // SELECTs of system variables and integer literals.
@@ -149,11 +151,11 @@ func constAnswerable(s *Session) bool {
 	if s == nil || s.GetTransaction() != nil || s.GetIgnoreAutoCommit() {
 		return false
 	}
-	if v, err := s.GetSessionVariable(nil, "certus_fast_path"); err == nil && !truthy(v) {
+	if v, err := s.GetSessionVariable(nil, "certus_fast_path"); err == nil && !sqlvalue.Truthy(v) {
 		return false
 	}
 	ac, err := s.GetSessionVariable(nil, "autocommit")
-	return err == nil && truthy(ac)
+	return err == nil && sqlvalue.Truthy(ac)
 }
 
 // constSelect answers fc's query when it is a constant SELECT whose answer

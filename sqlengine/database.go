@@ -7,6 +7,7 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/certusdb/certus/sqlengine/temptable"
 	"github.com/certusdb/certus/storage"
 )
 
@@ -44,7 +45,7 @@ func (d *Database) def(ctx *sql.Context) (*storage.DatabaseDef, *storage.Catalog
 
 // temp returns the temporary tables of the statement's session (nil for a
 // context without a session of ours).
-func temp(ctx *sql.Context) *tempStore {
+func temp(ctx *sql.Context) *temptable.Store {
 	if ctx == nil {
 		return nil
 	}
@@ -57,7 +58,7 @@ func temp(ctx *sql.Context) *tempStore {
 // GetTableInsensitive implements sql.Database. A temporary table of the
 // session hides a stored table of the same name.
 func (d *Database) GetTableInsensitive(ctx *sql.Context, name string) (sql.Table, bool, error) {
-	if t, ok := temp(ctx).get(d.name, name); ok {
+	if t, ok := temp(ctx).Get(d.name, name); ok {
 		return t, true, nil
 	}
 	cat := d.p.catalog(ctx)
@@ -123,7 +124,7 @@ func (d *Database) createTable(ctx *sql.Context, name string, sch sql.PrimaryKey
 }
 
 // CreateTemporaryTable implements sql.TemporaryTableCreator: the table
-// lives in the session (see tempstore.go).
+// lives in the session (see sqlengine/temptable).
 func (d *Database) CreateTemporaryTable(ctx *sql.Context, name string, sch sql.PrimaryKeySchema, collation sql.CollationID) error {
 	store := temp(ctx)
 	if store == nil {
@@ -132,14 +133,14 @@ func (d *Database) CreateTemporaryTable(ctx *sql.Context, name string, sch sql.P
 	if _, _, err := d.def(ctx); err != nil {
 		return err
 	}
-	if _, ok := store.get(d.name, name); ok {
+	if _, ok := store.Get(d.name, name); ok {
 		return sql.ErrTableAlreadyExists.New(name)
 	}
-	t, err := newTempTable(store, d.name, name, sch, collation)
+	t, err := temptable.New(store, d.name, name, sch, collation)
 	if err != nil {
 		return err
 	}
-	store.add(t)
+	store.Add(t)
 	return nil
 }
 
@@ -147,11 +148,7 @@ func (d *Database) CreateTemporaryTable(ctx *sql.Context, name string, sch sql.P
 func (d *Database) GetAllTemporaryTables(ctx *sql.Context) ([]sql.Table, error) {
 	var out []sql.Table
 	if store := temp(ctx); store != nil {
-		for _, t := range store.tables {
-			if strings.EqualFold(t.db, d.name) {
-				out = append(out, t)
-			}
-		}
+		out = store.InDatabase(d.name)
 	}
 	return out, nil
 }
@@ -159,7 +156,7 @@ func (d *Database) GetAllTemporaryTables(ctx *sql.Context) ([]sql.Table, error) 
 // DropTable implements sql.TableDropper; a temporary table of the session
 // goes first, as in MySQL.
 func (d *Database) DropTable(ctx *sql.Context, name string) error {
-	if temp(ctx).drop(d.name, name) {
+	if temp(ctx).Drop(d.name, name) {
 		return nil
 	}
 	t := d.p.txnFor(ctx)
@@ -173,8 +170,8 @@ func (d *Database) DropTable(ctx *sql.Context, name string) error {
 // RenameTable implements sql.TableRenamer.
 func (d *Database) RenameTable(ctx *sql.Context, oldName, newName string) error {
 	if store := temp(ctx); store != nil {
-		if _, ok := store.get(d.name, oldName); ok {
-			return store.rename(d.name, oldName, newName)
+		if _, ok := store.Get(d.name, oldName); ok {
+			return store.Rename(d.name, oldName, newName)
 		}
 	}
 	t := d.p.txnFor(ctx)

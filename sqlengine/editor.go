@@ -1,13 +1,10 @@
 package sqlengine
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/certusdb/certus/sqlengine/internal/gmstable"
 	"github.com/certusdb/certus/storage"
-	"github.com/certusdb/certus/txn"
 )
 
 // editor writes rows of one table into the statement's transaction.
@@ -40,12 +37,12 @@ func (e *editor) StatementComplete(ctx *sql.Context) error {
 
 // Insert implements sql.RowInserter.
 func (e *editor) Insert(ctx *sql.Context, row sql.Row) error {
-	return engineErr(dupErr(e.t.p.txnFor(ctx).Insert(ctx, e.t.info, row.Copy())))
+	return engineErr(gmstable.DupErr(e.t.p.txnFor(ctx).Insert(ctx, e.t.info, row.Copy())))
 }
 
 // Update implements sql.RowUpdater.
 func (e *editor) Update(ctx *sql.Context, old, new sql.Row) error {
-	return engineErr(dupErr(e.t.p.txnFor(ctx).Update(ctx, e.t.info, old, new.Copy())))
+	return engineErr(gmstable.DupErr(e.t.p.txnFor(ctx).Update(ctx, e.t.info, old, new.Copy())))
 }
 
 // Delete implements sql.RowDeleter.
@@ -68,20 +65,6 @@ func (e *editor) SetAutoIncrementValue(ctx *sql.Context, v uint64) error {
 // innodb_autoinc_lock_mode=2, which Galera requires).
 func (e *editor) AcquireAutoIncrementLock(*sql.Context) (func(), error) {
 	return func() {}, nil
-}
-
-// dupErr converts a duplicate key from txn to go-mysql-server's error, which
-// INSERT IGNORE and ON DUPLICATE KEY UPDATE recognise.
-func dupErr(err error) error {
-	var d *txn.DuplicateKeyError
-	if errors.As(err, &d) {
-		return sql.NewUniqueKeyErr(d.Error(), d.IsPK, d.Existing)
-	}
-	var sd *storage.DuplicateKeyError
-	if errors.As(err, &sd) {
-		return sql.NewUniqueKeyErr(fmt.Sprintf("Duplicate entry for key '%s.%s'", sd.Table, sd.Index), false, sd.Row)
-	}
-	return err
 }
 
 // rewriteInserter collects the rows of a table rewrite; Close replaces the
@@ -112,5 +95,5 @@ func (r *rewriteInserter) Close(ctx *sql.Context) error {
 		return nil
 	}
 	tx := r.t.p.txnFor(ctx)
-	return engineErr(dupErr(tx.Rewrite(ctx, r.t.info, r.def, r.rows)))
+	return engineErr(gmstable.DupErr(tx.Rewrite(ctx, r.t.info, r.def, r.rows)))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	goerrors "gopkg.in/src-d/go-errors.v1"
 
+	"github.com/certusdb/certus/sqlengine/internal/gmstable"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/txn"
 	"github.com/certusdb/certus/writeset"
@@ -96,7 +97,7 @@ func engineErr(err error) error {
 	if errors.As(err, &dup) {
 		// a unique index built over duplicates, refused at apply: keep
 		// go-mysql-server's error kind (ToSQLError reports 1062)
-		return dupErr(err)
+		return gmstable.DupErr(err)
 	}
 	switch {
 	case errors.Is(err, txn.ErrCertification), errors.Is(err, txn.ErrDeadlock),

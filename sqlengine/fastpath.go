@@ -20,6 +20,8 @@ import (
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 
 	"github.com/certusdb/certus/internal/fastsql"
+	"github.com/certusdb/certus/sqlengine/internal/gmstable"
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/txn"
 )
@@ -186,7 +188,7 @@ func (fc *fastCall) try(ctx context.Context) (handled bool, err error) {
 	if e == nil {
 		return false, nil
 	}
-	if v, err := s.GetSessionVariable(nil, "certus_fast_path"); err == nil && !truthy(v) {
+	if v, err := s.GetSessionVariable(nil, "certus_fast_path"); err == nil && !sqlvalue.Truthy(v) {
 		return false, nil
 	}
 	sctx := sql.NewContext(ctx, sql.WithSession(s), sql.WithQuery(fc.query))
@@ -247,7 +249,7 @@ func (fc *fastCall) try(ctx context.Context) (handled bool, err error) {
 		if auto {
 			t.Rollback()
 		}
-		return true, engineErr(dupErr(err))
+		return true, engineErr(gmstable.DupErr(err))
 	}
 	sql.IncrementStatusVariable(sctx, "Questions", 1)
 	s.ClearWarnings()
@@ -352,7 +354,7 @@ func (fc *fastCall) txn(ctx *sql.Context) (*txn.Txn, bool, error) {
 		return t.Txn, false, nil
 	}
 	if !s.GetIgnoreAutoCommit() {
-		if ac, err := s.GetSessionVariable(nil, "autocommit"); err == nil && truthy(ac) {
+		if ac, err := s.GetSessionVariable(nil, "autocommit"); err == nil && sqlvalue.Truthy(ac) {
 			return s.p.mgr.Begin(s.txnOptions(ctx, sql.ReadWrite)), true, nil
 		}
 	}
@@ -368,7 +370,7 @@ func (fc *fastCall) txn(ctx *sql.Context) (*txn.Txn, bool, error) {
 // setStatus updates the connection's status flags as go-mysql-server does.
 func (fc *fastCall) setStatus(t *txn.Txn, auto bool) {
 	c := fc.c
-	if ac, err := fc.s.GetSessionVariable(nil, "autocommit"); err == nil && truthy(ac) {
+	if ac, err := fc.s.GetSessionVariable(nil, "autocommit"); err == nil && sqlvalue.Truthy(ac) {
 		c.StatusFlags |= uint16(mysql.ServerStatusAutocommit)
 	} else {
 		c.StatusFlags &^= uint16(mysql.ServerStatusAutocommit)
@@ -387,7 +389,7 @@ func (fc *fastCall) plan(e *fastEntry, t *txn.Txn) (*fastPlan, error) {
 	if db == "" {
 		db = fc.s.GetCurrentDatabase()
 	}
-	if _, ok := fc.s.temp.get(db, st.Table); ok {
+	if _, ok := fc.s.temp.Get(db, st.Table); ok {
 		return nil, nil // a temporary table: the general path
 	}
 	cat := t.Catalog()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/certusdb/certus/internal/codec"
 	"github.com/certusdb/certus/internal/fastsql"
+	"github.com/certusdb/certus/sqlengine/internal/gmstable"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/txn"
 )
@@ -703,7 +704,7 @@ func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 	generated := false
 	if autoOrd >= 0 {
 		typ := p.sch[autoOrd].Type
-		inc, off := autoIncrementStep(ctx, fc.s)
+		inc, off := gmstable.AutoIncrementStep(ctx, fc.s)
 		for i, row := range rows {
 			if row[autoOrd] == nil {
 				id := fc.s.p.mgr.NextAutoIncrement(p.def.ID, inc, off)
@@ -716,7 +717,7 @@ func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 					generated = true
 					fc.s.GetLastQueryInfo().LastInsertId.Store(int64(id))
 				}
-			} else if n, err := autoIncrementArg(ctx, row[autoOrd]); err == nil && n != 0 {
+			} else if n, err := gmstable.AutoIncrementArg(ctx, row[autoOrd]); err == nil && n != 0 {
 				fc.s.p.mgr.PassAutoIncrement(p.def.ID, n)
 			}
 			if i == 0 {

@@ -10,6 +10,8 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	"github.com/shopspring/decimal"
+
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 )
 
 // A value that does not fit its column is MySQL's error in strict mode,
@@ -71,7 +73,7 @@ var intRanges = func() map[querypb.Type]intRange {
 // fits reports, without converting, whether v is a Go integer within r;
 // false when it is not (it may still fit: see fitValue).
 func (r intRange) fits(v any) bool {
-	i, ok := asInt(v)
+	i, ok := sqlvalue.AsInt(v)
 	return ok && r.lo <= i && i <= r.hi
 }
 

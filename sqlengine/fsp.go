@@ -9,6 +9,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/sqltypes"
+
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 )
 
 // The DATETIME functions below are typed as MySQL types them, with the
@@ -42,7 +44,7 @@ func askedFsp(ctx *sql.Context, args []sql.Expression) int {
 	}
 	if len(args) == 1 {
 		if lit, ok := args[0].(*expression.Literal); ok {
-			if n, ok := asInt(lit.Value()); ok && n >= 0 && n <= 6 {
+			if n, ok := sqlvalue.AsInt(lit.Value()); ok && n >= 0 && n <= 6 {
 				return int(n)
 			}
 		}

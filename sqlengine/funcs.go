@@ -14,6 +14,7 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 	"github.com/certusdb/certus/storage"
 )
 
@@ -129,7 +130,7 @@ func waitUpto(ctx context.Context, c Cluster, s *Session, seqno uint64, timeout 
 	d := 50 * time.Second
 	if s != nil {
 		if lw, err := s.GetSessionVariable(nil, "innodb_lock_wait_timeout"); err == nil {
-			if n, ok := asInt(lw); ok {
+			if n, ok := sqlvalue.AsInt(lw); ok {
 				d = time.Duration(n) * time.Second
 			}
 		}
@@ -162,7 +163,7 @@ func (h *Handler) syncUpto(ctx context.Context, s *Session, query string, out fu
 	if m == nil {
 		return false, nil
 	}
-	if v, err := s.GetSessionVariable(nil, "certus_fast_path"); err == nil && !truthy(v) {
+	if v, err := s.GetSessionVariable(nil, "certus_fast_path"); err == nil && !sqlvalue.Truthy(v) {
 		return false, nil
 	}
 	_, seqno, err := ParseGTID(m[2])

@@ -19,9 +19,9 @@ import (
 
 	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/pki"
-	"github.com/certusdb/certus/storage"
-
 	"github.com/certusdb/certus/internal/sqllex"
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
+	"github.com/certusdb/certus/storage"
 )
 
 // Cluster is what the SQL layer needs from replication.
@@ -409,11 +409,11 @@ func (h *Handler) before(ctx context.Context, s *Session, info stmtInfo) (began 
 func syncWaitBits(s *Session) int {
 	bits := 0
 	if v, err := s.GetSessionVariable(nil, "wsrep_sync_wait"); err == nil {
-		if n, ok := asInt(v); ok {
+		if n, ok := sqlvalue.AsInt(v); ok {
 			bits = int(n)
 		}
 	}
-	if causal, err := s.GetSessionVariable(nil, "wsrep_causal_reads"); err == nil && truthy(causal) {
+	if causal, err := s.GetSessionVariable(nil, "wsrep_causal_reads"); err == nil && sqlvalue.Truthy(causal) {
 		bits |= kindRead
 	}
 	return bits
@@ -425,11 +425,11 @@ func retries(s *Session, info stmtInfo) int {
 	if s == nil || info.commit || s.GetIgnoreAutoCommit() {
 		return 0
 	}
-	if ac, err := s.GetSessionVariable(nil, "autocommit"); err != nil || !truthy(ac) {
+	if ac, err := s.GetSessionVariable(nil, "autocommit"); err != nil || !sqlvalue.Truthy(ac) {
 		return 0
 	}
 	if v, err := s.GetSessionVariable(nil, "wsrep_retry_autocommit"); err == nil {
-		if n, ok := asInt(v); ok {
+		if n, ok := sqlvalue.AsInt(v); ok {
 			return int(n)
 		}
 	}
@@ -614,7 +614,7 @@ func maxPacket(s *Session) uint64 {
 	if err != nil {
 		return 1 << 30
 	}
-	if n, ok := asInt(v); ok && n > 0 {
+	if n, ok := sqlvalue.AsInt(v); ok && n > 0 {
 		return uint64(n)
 	}
 	if u, ok := v.(uint64); ok && u > 0 {
@@ -668,7 +668,7 @@ func (h *Handler) closeClients() {
 // them to decide whether they must send SET autocommit=0 for a
 // transactional connection.
 func (h *Handler) NewConnection(c *mysql.Conn) {
-	if _, v, ok := sql.SystemVariables.GetGlobal("autocommit"); !ok || truthy(v) {
+	if _, v, ok := sql.SystemVariables.GetGlobal("autocommit"); !ok || sqlvalue.Truthy(v) {
 		c.StatusFlags |= uint16(mysql.ServerStatusAutocommit)
 	}
 	if tc := trackConnOf(c); tc != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/expression"
 
 	"github.com/certusdb/certus/internal/codec"
+	"github.com/certusdb/certus/sqlengine/internal/gmstable"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/txn"
 )
@@ -203,7 +204,7 @@ func (t *IndexedTable) SetReferenceCheck() error {
 // LookupPartitions implements sql.IndexedTable.
 func (t *IndexedTable) LookupPartitions(ctx *sql.Context, lookup sql.IndexLookup) (sql.PartitionIter, error) {
 	t.lookup = lookup
-	return &partitionIter{}, nil
+	return gmstable.Partitions(), nil
 }
 
 // PartitionRows implements sql.Table for the lookup.
@@ -525,12 +526,3 @@ func columnBounds(ctx *sql.Context, kc codec.KeyColumn, ce sql.MySQLRangeColumnE
 	}
 	return lo, hi, exact, false, nil
 }
-
-// discardInserter accepts rows and drops them (see RewriteInserter).
-type discardInserter struct{}
-
-func (discardInserter) Insert(*sql.Context, sql.Row) error       { return nil }
-func (discardInserter) StatementBegin(*sql.Context)              {}
-func (discardInserter) DiscardChanges(*sql.Context, error) error { return nil }
-func (discardInserter) StatementComplete(*sql.Context) error     { return nil }
-func (discardInserter) Close(*sql.Context) error                 { return nil }

@@ -11,6 +11,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
+
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 )
 
 // Integer +, - and * overflow as MySQL's do: a result outside BIGINT's
@@ -90,8 +92,8 @@ func (c *checkedIntArith) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	if err != nil || r == nil {
 		return nil, err
 	}
-	li, lok := asInt(l)
-	ri, rok := asInt(r)
+	li, lok := sqlvalue.AsInt(l)
+	ri, rok := sqlvalue.AsInt(r)
 	if !lok || !rok {
 		lb, lok := bigInt(l)
 		rb, rok := bigInt(r)

@@ -10,6 +10,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/certusdb/certus/internal/clientconn"
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 )
 
 // The limits on client connections, as MySQL's variables set them:
@@ -34,7 +35,7 @@ func maxPacketVar() sql.SystemVariable {
 		Type: types.NewSystemIntType("max_allowed_packet", 1024, 1<<30, false), Default: int64(defaultMaxPacket),
 		NotifyChanged: func(_ *sql.Context, scope sql.SystemVariableScope, v sql.SystemVarValue) error {
 			if ms, global := scope.(*sql.MysqlScope); global && ms.Type == sql.SystemVariableScope_Global {
-				n, _ := asInt(v.Val)
+				n, _ := sqlvalue.AsInt(v.Val)
 				maxAllowedPacket.Store(n)
 			}
 			return nil
@@ -47,7 +48,7 @@ func globalInt(name string) int64 {
 	if !ok {
 		return 0
 	}
-	n, _ := asInt(v)
+	n, _ := sqlvalue.AsInt(v)
 	return n
 }
 
@@ -136,7 +137,7 @@ func sessionSeconds(s *Session, name string) time.Duration {
 	if err != nil {
 		return 0
 	}
-	n, _ := asInt(v)
+	n, _ := sqlvalue.AsInt(v)
 	return time.Duration(n) * time.Second
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/certusdb/certus/internal/fastsql"
-
 	"github.com/certusdb/certus/internal/sqllex"
 )
 

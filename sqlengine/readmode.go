@@ -3,9 +3,8 @@ package sqlengine
 import (
 	"github.com/dolthub/go-mysql-server/sql"
 
-	"github.com/certusdb/certus/txn"
-
 	"github.com/certusdb/certus/internal/sqllex"
+	"github.com/certusdb/certus/txn"
 )
 
 // readMode decides how the statement reads tables. go-mysql-server passes

@@ -10,6 +10,7 @@ import (
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/certusdb/certus/internal/sqllex"
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 )
 
 // MySQL's bounds on what a statement may recurse through, which
@@ -77,7 +78,7 @@ func sessionInt(s *Session, name string) int64 {
 	if err != nil {
 		return 0
 	}
-	n, _ := asInt(v)
+	n, _ := sqlvalue.AsInt(v)
 	return n
 }
 

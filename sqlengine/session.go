@@ -14,6 +14,8 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/certusdb/certus/internal/codec"
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
+	"github.com/certusdb/certus/sqlengine/temptable"
 	"github.com/certusdb/certus/txn"
 )
 
@@ -63,7 +65,7 @@ type Session struct {
 	scanArena codec.Arena
 	scanRows  []sql.Row
 	// temp holds the session's temporary tables.
-	temp tempStore
+	temp temptable.Store
 	// vars memoizes GetSessionVariable for the session-scope variables
 	// asked (about a dozen per statement); a write to the session's
 	// variables drops it. Copy-on-write, so a reader on another goroutine
@@ -204,12 +206,12 @@ func (s *Session) txnOptions(ctx *sql.Context, chr sql.TransactionCharacteristic
 		}
 	}
 	if v, err := s.GetSessionVariable(ctx, "transaction_read_only"); err == nil {
-		if truthy(v) {
+		if sqlvalue.Truthy(v) {
 			opts.ReadOnly = true
 		}
 	}
 	if v, err := s.GetSessionVariable(ctx, "wsrep_trx_fragment_size"); err == nil {
-		if n, ok := asInt(v); ok && n > 0 {
+		if n, ok := sqlvalue.AsInt(v); ok && n > 0 {
 			opts.FragmentSize = n
 			if u, err := s.GetSessionVariable(ctx, "wsrep_trx_fragment_unit"); err == nil {
 				opts.FragmentUnit, _ = txn.ParseFragmentUnit(fmt.Sprint(u))
@@ -217,7 +219,7 @@ func (s *Session) txnOptions(ctx *sql.Context, chr sql.TransactionCharacteristic
 		}
 	}
 	if v, err := s.GetSessionVariable(ctx, "innodb_lock_wait_timeout"); err == nil {
-		if n, ok := asInt(v); ok && n > 0 {
+		if n, ok := sqlvalue.AsInt(v); ok && n > 0 {
 			opts.LockWaitTimeout = time.Duration(n) * time.Second
 		}
 	}
@@ -228,9 +230,9 @@ func (s *Session) txnOptions(ctx *sql.Context, chr sql.TransactionCharacteristic
 func (s *Session) StartTransaction(ctx *sql.Context, chr sql.TransactionCharacteristic) (sql.Transaction, error) {
 	if old, ok := s.GetTransaction().(*Transaction); ok && old != nil {
 		old.Rollback()
-		s.temp.rollback()
+		s.temp.Rollback()
 	}
-	s.temp.beginTransaction()
+	s.temp.BeginTransaction()
 	return &Transaction{Txn: s.p.mgr.Begin(s.txnOptions(ctx, chr))}, nil
 }
 
@@ -259,7 +261,7 @@ func (s *Session) CommitTransaction(ctx *sql.Context, tx sql.Transaction) error 
 		// the transaction is over whatever happened; don't leave it behind
 		ctx.SetTransaction(nil)
 		ctx.SetIgnoreAutoCommit(false)
-		s.temp.rollback()
+		s.temp.Rollback()
 		if errors.Is(err, txn.ErrCertification) {
 			s.certFailed = true
 		}
@@ -268,7 +270,7 @@ func (s *Session) CommitTransaction(ctx *sql.Context, tx sql.Transaction) error 
 	if out.Seqno != 0 {
 		s.lastSeqno = out.Seqno
 	}
-	s.temp.commit()
+	s.temp.Commit()
 	return nil
 }
 
@@ -279,7 +281,7 @@ func (s *Session) inExplicitTransaction() bool {
 		return true
 	}
 	ac, err := s.GetSessionVariable(nil, sql.AutoCommitSessionVar)
-	return err == nil && !truthy(ac)
+	return err == nil && !sqlvalue.Truthy(ac)
 }
 
 // SetTransaction implements sql.Session: go-mysql-server drops the
@@ -298,7 +300,7 @@ func (s *Session) Rollback(ctx *sql.Context, tx sql.Transaction) error {
 	if t, ok := tx.(*Transaction); ok && t != nil {
 		t.Rollback()
 	}
-	s.temp.rollback()
+	s.temp.Rollback()
 	return nil
 }
 
@@ -306,7 +308,7 @@ func (s *Session) Rollback(ctx *sql.Context, tx sql.Transaction) error {
 func (s *Session) CreateSavepoint(ctx *sql.Context, tx sql.Transaction, name string) error {
 	if t, ok := tx.(*Transaction); ok && t != nil {
 		t.Savepoint(strings.ToLower(name))
-		s.temp.savepoint(strings.ToLower(name))
+		s.temp.Savepoint(strings.ToLower(name))
 	}
 	return nil
 }
@@ -320,7 +322,7 @@ func (s *Session) RollbackToSavepoint(ctx *sql.Context, tx sql.Transaction, name
 	if err := t.RollbackToSavepoint(strings.ToLower(name)); err != nil {
 		return sql.ErrSavepointDoesNotExist.New(name)
 	}
-	s.temp.rollbackTo(strings.ToLower(name))
+	s.temp.RollbackTo(strings.ToLower(name))
 	return nil
 }
 
@@ -330,7 +332,7 @@ func (s *Session) ReleaseSavepoint(ctx *sql.Context, tx sql.Transaction, name st
 	if !ok || t == nil || !t.ReleaseSavepoint(strings.ToLower(name)) {
 		return sql.ErrSavepointDoesNotExist.New(name)
 	}
-	s.temp.release(strings.ToLower(name))
+	s.temp.Release(strings.ToLower(name))
 	return nil
 }
 
@@ -355,7 +357,7 @@ func emitDeferred(ctx *sql.Context) {
 func (s *Session) CommandBegin() error {
 	s.certFailed = false
 	s.deferred = nil
-	s.temp.newCommand()
+	s.temp.NewCommand()
 	if t, ok := s.GetTransaction().(*Transaction); ok && t != nil {
 		t.NewStatement()
 	}
@@ -373,7 +375,7 @@ func (s *Session) CommandEnd() {
 	if t.Aborted() {
 		// a deadlock victim: InnoDB rolled back the whole transaction
 		t.Rollback()
-		s.temp.rollback()
+		s.temp.Rollback()
 		s.SetTransaction(nil)
 		s.SetIgnoreAutoCommit(false)
 		return
@@ -381,9 +383,9 @@ func (s *Session) CommandEnd() {
 	if s.GetIgnoreAutoCommit() {
 		return
 	}
-	if ac, err := s.GetSessionVariable(nil, sql.AutoCommitSessionVar); err == nil && truthy(ac) {
+	if ac, err := s.GetSessionVariable(nil, sql.AutoCommitSessionVar); err == nil && sqlvalue.Truthy(ac) {
 		t.Rollback()
-		s.temp.rollback()
+		s.temp.Rollback()
 		s.SetTransaction(nil)
 	}
 }
@@ -395,5 +397,5 @@ func (s *Session) SessionEnd() {
 		t.Rollback()
 		s.SetTransaction(nil)
 	}
-	s.temp = tempStore{}
+	s.temp = temptable.Store{}
 }

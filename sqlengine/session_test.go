@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 )
 
 // TestSessionVariableMemo checks that the session's memo of its variables
@@ -21,26 +23,26 @@ func TestSessionVariableMemo(t *testing.T) {
 		}
 		return v
 	}
-	if v, ok := asInt(get("sql_select_limit")); !ok || v == 5 {
+	if v, ok := sqlvalue.AsInt(get("sql_select_limit")); !ok || v == 5 {
 		t.Fatalf("sql_select_limit starts at %v", v)
 	}
 	if err := s.SetSessionVariable(ctx, "sql_select_limit", int64(5)); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := asInt(get("sql_select_limit")); v != 5 {
+	if v, _ := sqlvalue.AsInt(get("sql_select_limit")); v != 5 {
 		t.Fatalf("after SET sql_select_limit = 5 the session reads %v", v)
 	}
 	get("autocommit")
 	if err := s.SetSessionVariable(ctx, "autocommit", false); err != nil {
 		t.Fatal(err)
 	}
-	if truthy(get("autocommit")) {
+	if sqlvalue.Truthy(get("autocommit")) {
 		t.Fatalf("autocommit still reads ON after SET autocommit = 0")
 	}
 	if err := s.InitSessionVariableDefault(ctx, "wait_timeout", int64(77)); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := asInt(get("wait_timeout")); v != 77 {
+	if v, _ := sqlvalue.AsInt(get("wait_timeout")); v != 77 {
 		t.Fatalf("wait_timeout reads %v after a new default of 77", v)
 	}
 	const global = "max_connections"
@@ -53,7 +55,7 @@ func TestSessionVariableMemo(t *testing.T) {
 	if err := sql.SystemVariables.SetGlobal(ctx, global, int64(123)); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := asInt(get(global)); v != 123 {
+	if v, _ := sqlvalue.AsInt(get(global)); v != 123 {
 		t.Fatalf("%s reads %v after SET GLOBAL 123", global, v)
 	}
 }

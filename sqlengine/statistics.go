@@ -4,6 +4,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/certusdb/certus/internal/comstatistics"
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 )
 
 // statistics is the answer to COM_STATISTICS (answered by the connection
@@ -11,7 +12,7 @@ import (
 func statistics() string {
 	get := func(name string) int64 {
 		if _, v, ok := sql.StatusVariables.GetGlobal(name); ok {
-			if n, ok := asInt(v); ok {
+			if n, ok := sqlvalue.AsInt(v); ok {
 				return n
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
+
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 )
 
 // String functions whose result can be far longer than their arguments
@@ -152,7 +154,7 @@ func textLen(ctx *sql.Context, v any) int64 { return int64(len(textOf(ctx, v))) 
 // countArg is a count argument's value as an integer (0 when it is not a
 // number; negative counts make empty results).
 func countArg(ctx *sql.Context, v any) int64 {
-	if n, ok := asInt(v); ok {
+	if n, ok := sqlvalue.AsInt(v); ok {
 		return max(n, 0)
 	}
 	if u, ok := v.(uint64); ok && u > 0 {

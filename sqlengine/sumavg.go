@@ -11,6 +11,8 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	"github.com/shopspring/decimal"
+
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 )
 
 // aggFunc is what go-mysql-server's SUM and AVG are.
@@ -135,7 +137,7 @@ func (b *exactBuffer) Update(ctx *sql.Context, row sql.Row) error {
 		return err
 	}
 	b.n++
-	if i, ok := asInt(v); ok {
+	if i, ok := sqlvalue.AsInt(v); ok {
 		if s := b.isum + i; (s > b.isum) == (i > 0) || i == 0 {
 			b.isum = s
 			return nil

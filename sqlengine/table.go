@@ -8,6 +8,7 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/certusdb/certus/sqlengine/internal/gmstable"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/txn"
 )
@@ -127,25 +128,10 @@ func (t *Table) Comment() string { return t.def.Comment }
 // IsTemporary implements sql.TemporaryTable.
 func (t *Table) IsTemporary() bool { return false }
 
-// singlePartition is the one partition of a table.
-type singlePartition struct{}
-
-func (singlePartition) Key() []byte { return []byte("all") }
-
-type partitionIter struct{ done bool }
-
-func (p *partitionIter) Next(*sql.Context) (sql.Partition, error) {
-	if p.done {
-		return nil, io.EOF
-	}
-	p.done = true
-	return singlePartition{}, nil
-}
-
-func (p *partitionIter) Close(*sql.Context) error { return nil }
-
 // Partitions implements sql.Table.
-func (t *Table) Partitions(*sql.Context) (sql.PartitionIter, error) { return &partitionIter{}, nil }
+func (t *Table) Partitions(*sql.Context) (sql.PartitionIter, error) {
+	return gmstable.Partitions(), nil
+}
 
 // PartitionRows implements sql.Table: a full scan in primary key order.
 func (t *Table) PartitionRows(ctx *sql.Context, _ sql.Partition) (sql.RowIter, error) {
@@ -532,10 +518,10 @@ func (t *Table) RewriteInserter(ctx *sql.Context, oldSchema, newSchema sql.Prima
 			return nil, err
 		}
 	}
-	if oldColumn == nil && newColumn == nil && len(idxCols) > 0 && sameSchema(oldSchema, newSchema) {
+	if oldColumn == nil && newColumn == nil && len(idxCols) > 0 && gmstable.SameSchema(oldSchema, newSchema) {
 		// A unique index build: the index is built and checked when the
 		// write-set applies, on every node alike; nothing to rewrite.
-		return &discardInserter{}, nil
+		return &gmstable.DiscardInserter{}, nil
 	}
 	n := t.def.Clone()
 	n.Columns = nil
@@ -579,23 +565,6 @@ func (t *Table) RewriteInserter(ctx *sql.Context, oldSchema, newSchema sql.Prima
 		return nil, err
 	}
 	return &rewriteInserter{t: t, def: n}, nil
-}
-
-func sameSchema(a, b sql.PrimaryKeySchema) bool {
-	if len(a.Schema) != len(b.Schema) || len(a.PkOrdinals) != len(b.PkOrdinals) {
-		return false
-	}
-	for i := range a.Schema {
-		if !strings.EqualFold(a.Schema[i].Name, b.Schema[i].Name) || !a.Schema[i].Type.Equals(b.Schema[i].Type) {
-			return false
-		}
-	}
-	for i := range a.PkOrdinals {
-		if a.PkOrdinals[i] != b.PkOrdinals[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // samePK reports whether two schemas have the same primary key columns.

@@ -17,7 +17,6 @@ import (
 
 	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/pki"
-
 	"github.com/certusdb/certus/internal/sqllex"
 )
 

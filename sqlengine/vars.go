@@ -10,6 +10,9 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
+
+	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
+	"github.com/certusdb/certus/sqlengine/temptable"
 )
 
 // NodeInfo are the per-node values of the wsrep system variables.
@@ -98,7 +101,7 @@ func (v *applierThreadsVar) SetValue(ctx *sql.Context, val any, global bool) (sq
 	if err != nil {
 		return svv, err
 	}
-	n, ok := asInt(svv.Val)
+	n, ok := sqlvalue.AsInt(svv.Val)
 	if !ok || v.current.Swap(n) == n {
 		return svv, nil // unchanged, or the alias's mirror of this change
 	}
@@ -172,7 +175,7 @@ func RegisterSystemVariables(info NodeInfo) {
 		&sql.MysqlSystemVariable{Name: "wsrep_auto_increment_control", Scope: global, Dynamic: true,
 			Type: types.NewSystemBoolType("wsrep_auto_increment_control"), Default: int8(1),
 			NotifyChanged: func(_ *sql.Context, _ sql.SystemVariableScope, v sql.SystemVarValue) error {
-				autoIncrementControl.Store(truthy(v.Val))
+				autoIncrementControl.Store(sqlvalue.Truthy(v.Val))
 				autoIncrementGlobal.Store(0)
 				return nil
 			}},
@@ -212,9 +215,9 @@ func RegisterSystemVariables(info NodeInfo) {
 		collationVar("collation_connection"),
 		collationVar("collation_database"),
 		maxPacketVar(),
-		// the most memory one temporary table may take (see temptable.go)
+		// the most memory one temporary table may take (see sqlengine/temptable)
 		&sql.MysqlSystemVariable{Name: "max_heap_table_size", Scope: both, Dynamic: true, SetVarHintApplies: true,
-			Type: types.NewSystemUintType("max_heap_table_size", 16384, 1844674407370954752), Default: uint64(defaultTempTableBytes)},
+			Type: types.NewSystemUintType("max_heap_table_size", 16384, 1844674407370954752), Default: uint64(temptable.DefaultMaxBytes)},
 	})
 }
 
@@ -255,9 +258,9 @@ func maintenanceVar(info NodeInfo, v *sql.MysqlSystemVariable) *sql.MysqlSystemV
 	v.NotifyChanged = func(_ *sql.Context, _ sql.SystemVariableScope, val sql.SystemVarValue) error {
 		switch v.Name {
 		case "wsrep_desync":
-			desync.Store(truthy(val.Val))
+			desync.Store(sqlvalue.Truthy(val.Val))
 		case "wsrep_sst_donor_rejects_queries":
-			donorRejects.Store(truthy(val.Val))
+			donorRejects.Store(sqlvalue.Truthy(val.Val))
 		default:
 			mode := strings.ToUpper(fmt.Sprint(val.Val))
 			rejectQueries.Store(mode != "NONE")

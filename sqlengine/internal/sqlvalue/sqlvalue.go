@@ -1,14 +1,14 @@
-package sqlengine
+// Package sqlvalue reads the Go values go-mysql-server hands over for SQL
+// values (system variables, arguments, column values).
+package sqlvalue
 
 import (
 	"math"
 	"strings"
 )
 
-// Go values of SQL values, as go-mysql-server hands them over.
-
-// asInt is v as an int64 when it is an integer that fits one.
-func asInt(v interface{}) (int64, bool) {
+// AsInt is v as an int64 when it is an integer that fits one.
+func AsInt(v interface{}) (int64, bool) {
 	switch x := v.(type) {
 	case int8:
 		return int64(x), true
@@ -32,15 +32,15 @@ func asInt(v interface{}) (int64, bool) {
 	return 0, false
 }
 
-// truthy interprets a boolean system variable's value.
-func truthy(v interface{}) bool {
+// Truthy interprets a boolean system variable's value.
+func Truthy(v interface{}) bool {
 	switch x := v.(type) {
 	case bool:
 		return x
 	case string:
 		return x == "1" || strings.EqualFold(x, "ON") || strings.EqualFold(x, "true")
 	}
-	n, ok := asInt(v)
+	n, ok := AsInt(v)
 	if !ok {
 		if u, isU := v.(uint64); isU {
 			return u != 0

@@ -1,4 +1,7 @@
-package sqlengine
+// Package temptable is the session's temporary tables (CREATE TEMPORARY
+// TABLE): an in-memory table engine for go-mysql-server, transactional
+// like InnoDB's temporary tables, never replicated.
+package temptable
 
 import (
 	"strings"
@@ -18,11 +21,11 @@ import (
 // copy-on-write B-trees (tempData), so keeping the state a statement, a
 // transaction or a savepoint started from costs O(1) per table.
 
-// tempStore holds a session's temporary tables.
-type tempStore struct {
-	tables map[string]*tempTable // by tempKey(db, name)
+// Store holds a session's temporary tables.
+type Store struct {
+	tables map[string]*Table // by tempKey(db, name)
 	// txnGen counts the session's transactions; a table keeps the data
-	// it had when first written in transaction txnGen (tempTable.txnData).
+	// it had when first written in transaction txnGen (Table.txnData).
 	txnGen     uint64
 	savepoints []tempSavepoint
 }
@@ -30,15 +33,15 @@ type tempStore struct {
 // tempSavepoint is the data of every temporary table at a SAVEPOINT.
 type tempSavepoint struct {
 	name string
-	data map[*tempTable]*tempData
+	data map[*Table]*tempData
 }
 
 func tempKey(db, name string) string {
 	return strings.ToLower(db) + "\x00" + strings.ToLower(name)
 }
 
-// get returns the temporary table db.name, if the session has one.
-func (s *tempStore) get(db, name string) (*tempTable, bool) {
+// Get returns the temporary table db.name, if the session has one.
+func (s *Store) Get(db, name string) (*Table, bool) {
 	if s == nil || len(s.tables) == 0 {
 		return nil, false
 	}
@@ -46,17 +49,17 @@ func (s *tempStore) get(db, name string) (*tempTable, bool) {
 	return t, ok
 }
 
-// add registers t under its name.
-func (s *tempStore) add(t *tempTable) {
+// Add registers t under its name.
+func (s *Store) Add(t *Table) {
 	if s.tables == nil {
-		s.tables = map[string]*tempTable{}
+		s.tables = map[string]*Table{}
 	}
 	s.tables[tempKey(t.db, t.name)] = t
 }
 
-// drop removes the temporary table db.name and reports whether it existed.
-func (s *tempStore) drop(db, name string) bool {
-	t, ok := s.get(db, name)
+// Drop removes the temporary table db.name and reports whether it existed.
+func (s *Store) Drop(db, name string) bool {
+	t, ok := s.Get(db, name)
 	if ok {
 		delete(s.tables, tempKey(db, name))
 		t.dropped = true
@@ -64,13 +67,24 @@ func (s *tempStore) drop(db, name string) bool {
 	return ok
 }
 
-// rename renames the temporary table db.from to to.
-func (s *tempStore) rename(db, from, to string) error {
-	t, ok := s.get(db, from)
+// InDatabase returns the temporary tables of database db.
+func (s *Store) InDatabase(db string) []sql.Table {
+	var out []sql.Table
+	for _, t := range s.tables {
+		if strings.EqualFold(t.db, db) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Rename renames the temporary table db.from to to.
+func (s *Store) Rename(db, from, to string) error {
+	t, ok := s.Get(db, from)
 	if !ok {
 		return sql.ErrTableNotFound.New(from)
 	}
-	if _, taken := s.get(db, to); taken {
+	if _, taken := s.Get(db, to); taken {
 		return sql.ErrTableAlreadyExists.New(to)
 	}
 	delete(s.tables, tempKey(db, from))
@@ -79,19 +93,19 @@ func (s *tempStore) rename(db, from, to string) error {
 	for _, c := range t.sch.Schema {
 		c.Source = to
 	}
-	s.add(t)
+	s.Add(t)
 	return nil
 }
 
-// beginTransaction starts a new transaction of the session.
-func (s *tempStore) beginTransaction() {
+// BeginTransaction starts a new transaction of the session.
+func (s *Store) BeginTransaction() {
 	s.txnGen++
 	s.savepoints = nil
 }
 
-// rollback restores every table the transaction wrote to its state at the
+// Rollback restores every table the transaction wrote to its state at the
 // transaction's start.
-func (s *tempStore) rollback() {
+func (s *Store) Rollback() {
 	for _, t := range s.tables {
 		if t.txnGen == s.txnGen && t.txnData != nil {
 			t.d = t.txnData
@@ -102,36 +116,36 @@ func (s *tempStore) rollback() {
 	s.savepoints = nil
 }
 
-// commit keeps the transaction's changes.
-func (s *tempStore) commit() {
+// Commit keeps the transaction's changes.
+func (s *Store) Commit() {
 	for _, t := range s.tables {
 		t.txnData = nil
 	}
 	s.savepoints = nil
 }
 
-// newCommand forgets the statement state of the previous command (a
+// NewCommand forgets the statement state of the previous command (a
 // statement that began and never ended, e.g. after an error).
-func (s *tempStore) newCommand() {
+func (s *Store) NewCommand() {
 	for _, t := range s.tables {
 		t.stmtDepth, t.stmtData = 0, nil
 	}
 }
 
-// savepoint records the data of every table as savepoint name, replacing
+// Savepoint records the data of every table as savepoint name, replacing
 // one of the same name.
-func (s *tempStore) savepoint(name string) {
-	s.release(name)
-	sp := tempSavepoint{name: name, data: make(map[*tempTable]*tempData, len(s.tables))}
+func (s *Store) Savepoint(name string) {
+	s.Release(name)
+	sp := tempSavepoint{name: name, data: make(map[*Table]*tempData, len(s.tables))}
 	for _, t := range s.tables {
 		sp.data[t] = t.d.clone()
 	}
 	s.savepoints = append(s.savepoints, sp)
 }
 
-// rollbackTo restores the tables to savepoint name, which stays; a table
+// RollbackTo restores the tables to savepoint name, which stays; a table
 // created after it is emptied. It reports whether the savepoint exists.
-func (s *tempStore) rollbackTo(name string) bool {
+func (s *Store) RollbackTo(name string) bool {
 	for i := len(s.savepoints) - 1; i >= 0; i-- {
 		sp := s.savepoints[i]
 		if sp.name != name {
@@ -151,8 +165,8 @@ func (s *tempStore) rollbackTo(name string) bool {
 	return false
 }
 
-// release removes savepoint name.
-func (s *tempStore) release(name string) {
+// Release removes savepoint name.
+func (s *Store) Release(name string) {
 	for i := len(s.savepoints) - 1; i >= 0; i-- {
 		if s.savepoints[i].name == name {
 			s.savepoints = append(s.savepoints[:i], s.savepoints[i+1:]...)

@@ -1,4 +1,4 @@
-package sqlengine
+package temptable
 
 import (
 	"bytes"
@@ -13,13 +13,14 @@ import (
 	"github.com/google/btree"
 
 	"github.com/certusdb/certus/internal/codec"
+	"github.com/certusdb/certus/sqlengine/internal/gmstable"
 	"github.com/certusdb/certus/txn"
 )
 
-// tempTable is one temporary table of a session (see tempstore.go). Only
+// Table is one temporary table of a session (see tempstore.go). Only
 // the session's goroutine uses it.
-type tempTable struct {
-	store   *tempStore
+type Table struct {
+	store   *Store
 	db      string
 	name    string
 	sch     sql.PrimaryKeySchema
@@ -94,31 +95,31 @@ func (d *tempData) clone() *tempData {
 }
 
 var (
-	_ sql.Table               = (*tempTable)(nil)
-	_ sql.PrimaryKeyTable     = (*tempTable)(nil)
-	_ sql.TemporaryTable      = (*tempTable)(nil)
-	_ sql.Databaseable        = (*tempTable)(nil)
-	_ sql.InsertableTable     = (*tempTable)(nil)
-	_ sql.UpdatableTable      = (*tempTable)(nil)
-	_ sql.DeletableTable      = (*tempTable)(nil)
-	_ sql.ReplaceableTable    = (*tempTable)(nil)
-	_ sql.TruncateableTable   = (*tempTable)(nil)
-	_ sql.AutoIncrementTable  = (*tempTable)(nil)
-	_ sql.IndexAlterableTable = (*tempTable)(nil)
-	_ sql.CheckTable          = (*tempTable)(nil)
-	_ sql.CheckAlterableTable = (*tempTable)(nil)
-	_ sql.StatisticsTable     = (*tempTable)(nil)
-	_ sql.TableEditor         = (*tempTable)(nil)
-	_ sql.AutoIncrementSetter = (*tempTable)(nil)
+	_ sql.Table               = (*Table)(nil)
+	_ sql.PrimaryKeyTable     = (*Table)(nil)
+	_ sql.TemporaryTable      = (*Table)(nil)
+	_ sql.Databaseable        = (*Table)(nil)
+	_ sql.InsertableTable     = (*Table)(nil)
+	_ sql.UpdatableTable      = (*Table)(nil)
+	_ sql.DeletableTable      = (*Table)(nil)
+	_ sql.ReplaceableTable    = (*Table)(nil)
+	_ sql.TruncateableTable   = (*Table)(nil)
+	_ sql.AutoIncrementTable  = (*Table)(nil)
+	_ sql.IndexAlterableTable = (*Table)(nil)
+	_ sql.CheckTable          = (*Table)(nil)
+	_ sql.CheckAlterableTable = (*Table)(nil)
+	_ sql.StatisticsTable     = (*Table)(nil)
+	_ sql.TableEditor         = (*Table)(nil)
+	_ sql.AutoIncrementSetter = (*Table)(nil)
 )
 
-// newTempTable returns an empty temporary table db.name of schema sch.
-func newTempTable(store *tempStore, db, name string, sch sql.PrimaryKeySchema, coll sql.CollationID) (*tempTable, error) {
+// New returns an empty temporary table db.name of schema sch.
+func New(store *Store, db, name string, sch sql.PrimaryKeySchema, coll sql.CollationID) (*Table, error) {
 	cols := sch.Schema.Copy()
 	for _, c := range cols {
 		c.Source, c.DatabaseSource = name, db
 	}
-	t := &tempTable{store: store, db: db, name: name, sch: sql.NewPrimaryKeySchema(cols, sch.PkOrdinals...), coll: coll,
+	t := &Table{store: store, db: db, name: name, sch: sql.NewPrimaryKeySchema(cols, sch.PkOrdinals...), coll: coll,
 		autoOrd: -1, autoNext: 1}
 	for i, c := range cols {
 		if c.AutoIncrement {
@@ -138,7 +139,7 @@ func newTempTable(store *tempStore, db, name string, sch sql.PrimaryKeySchema, c
 }
 
 // newData returns empty data with the table's indexes.
-func (t *tempTable) newData() *tempData {
+func (t *Table) newData() *tempData {
 	d := &tempData{rows: newTempTree()}
 	if t.pkCols == nil {
 		d.byRow = newTempTree()
@@ -155,36 +156,36 @@ func (t *tempTable) newData() *tempData {
 }
 
 // Name implements sql.Nameable.
-func (t *tempTable) Name() string { return t.name }
+func (t *Table) Name() string { return t.name }
 
 // String implements fmt.Stringer.
-func (t *tempTable) String() string { return t.name }
+func (t *Table) String() string { return t.name }
 
 // Database implements sql.Databaseable.
-func (t *tempTable) Database() string { return t.db }
+func (t *Table) Database() string { return t.db }
 
 // Schema implements sql.Table.
-func (t *tempTable) Schema(*sql.Context) sql.Schema { return t.sch.Schema }
+func (t *Table) Schema(*sql.Context) sql.Schema { return t.sch.Schema }
 
 // PrimaryKeySchema implements sql.PrimaryKeyTable.
-func (t *tempTable) PrimaryKeySchema(*sql.Context) sql.PrimaryKeySchema { return t.sch }
+func (t *Table) PrimaryKeySchema(*sql.Context) sql.PrimaryKeySchema { return t.sch }
 
 // Collation implements sql.Table.
-func (t *tempTable) Collation() sql.CollationID { return t.coll }
+func (t *Table) Collation() sql.CollationID { return t.coll }
 
 // IsTemporary implements sql.TemporaryTable.
-func (t *tempTable) IsTemporary() bool { return true }
+func (t *Table) IsTemporary() bool { return true }
 
 // Partitions implements sql.Table.
-func (t *tempTable) Partitions(*sql.Context) (sql.PartitionIter, error) {
-	return &partitionIter{}, nil
+func (t *Table) Partitions(*sql.Context) (sql.PartitionIter, error) {
+	return gmstable.Partitions(), nil
 }
 
 // PartitionRows implements sql.Table: the rows in primary key order (a
 // table without one: in insertion order), as of the call, so a statement
 // that writes the table while it reads it (INSERT ... SELECT) reads what
 // was there before.
-func (t *tempTable) PartitionRows(*sql.Context, sql.Partition) (sql.RowIter, error) {
+func (t *Table) PartitionRows(*sql.Context, sql.Partition) (sql.RowIter, error) {
 	rows := make([]sql.Row, 0, t.d.rows.Len())
 	t.d.rows.Ascend(func(r tempRow) bool {
 		rows = append(rows, r.row.Copy())
@@ -194,31 +195,31 @@ func (t *tempTable) PartitionRows(*sql.Context, sql.Partition) (sql.RowIter, err
 }
 
 // RowCount implements sql.StatisticsTable.
-func (t *tempTable) RowCount(*sql.Context) (uint64, bool, error) {
+func (t *Table) RowCount(*sql.Context) (uint64, bool, error) {
 	return uint64(t.d.rows.Len()), true, nil
 }
 
 // DataLength implements sql.StatisticsTable.
-func (t *tempTable) DataLength(*sql.Context) (uint64, error) { return uint64(t.d.bytes), nil }
+func (t *Table) DataLength(*sql.Context) (uint64, error) { return uint64(t.d.bytes), nil }
 
 // Inserter implements sql.InsertableTable.
-func (t *tempTable) Inserter(*sql.Context) sql.RowInserter { return t }
+func (t *Table) Inserter(*sql.Context) sql.RowInserter { return t }
 
 // Updater implements sql.UpdatableTable.
-func (t *tempTable) Updater(*sql.Context) sql.RowUpdater { return t }
+func (t *Table) Updater(*sql.Context) sql.RowUpdater { return t }
 
 // Deleter implements sql.DeletableTable.
-func (t *tempTable) Deleter(*sql.Context) sql.RowDeleter { return t }
+func (t *Table) Deleter(*sql.Context) sql.RowDeleter { return t }
 
 // Replacer implements sql.ReplaceableTable.
-func (t *tempTable) Replacer(*sql.Context) sql.RowReplacer { return t }
+func (t *Table) Replacer(*sql.Context) sql.RowReplacer { return t }
 
 // StatementBegin implements sql.EditOpenerCloser.
-func (t *tempTable) StatementBegin(*sql.Context) { t.stmtDepth++ }
+func (t *Table) StatementBegin(*sql.Context) { t.stmtDepth++ }
 
 // DiscardChanges implements sql.EditOpenerCloser: the statement's changes
 // are undone.
-func (t *tempTable) DiscardChanges(*sql.Context, error) error {
+func (t *Table) DiscardChanges(*sql.Context, error) error {
 	if t.stmtData != nil {
 		t.d = t.stmtData
 	}
@@ -227,12 +228,12 @@ func (t *tempTable) DiscardChanges(*sql.Context, error) error {
 }
 
 // StatementComplete implements sql.EditOpenerCloser.
-func (t *tempTable) StatementComplete(*sql.Context) error {
+func (t *Table) StatementComplete(*sql.Context) error {
 	t.endStatement()
 	return nil
 }
 
-func (t *tempTable) endStatement() {
+func (t *Table) endStatement() {
 	if t.stmtDepth > 0 {
 		t.stmtDepth--
 	}
@@ -242,11 +243,11 @@ func (t *tempTable) endStatement() {
 }
 
 // Close implements sql.Closer.
-func (t *tempTable) Close(*sql.Context) error { return nil }
+func (t *Table) Close(*sql.Context) error { return nil }
 
 // beginWrite keeps the data the transaction and the statement started
 // from before their first change.
-func (t *tempTable) beginWrite() {
+func (t *Table) beginWrite() {
 	if t.txnGen != t.store.txnGen {
 		t.txnData, t.txnGen = t.d.clone(), t.store.txnGen
 	}
@@ -257,7 +258,7 @@ func (t *tempTable) beginWrite() {
 
 // writable refuses writes to a dropped table (an editor opened before a
 // DROP in the same statement).
-func (t *tempTable) writable() error {
+func (t *Table) writable() error {
 	if t.dropped {
 		return sql.ErrTableNotFound.New(t.name)
 	}
@@ -265,7 +266,7 @@ func (t *tempTable) writable() error {
 }
 
 // Insert implements sql.RowInserter.
-func (t *tempTable) Insert(ctx *sql.Context, row sql.Row) error {
+func (t *Table) Insert(ctx *sql.Context, row sql.Row) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -296,7 +297,7 @@ func (t *tempTable) Insert(ctx *sql.Context, row sql.Row) error {
 }
 
 // Update implements sql.RowUpdater.
-func (t *tempTable) Update(ctx *sql.Context, old, new sql.Row) error {
+func (t *Table) Update(ctx *sql.Context, old, new sql.Row) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -329,7 +330,7 @@ func (t *tempTable) Update(ctx *sql.Context, old, new sql.Row) error {
 }
 
 // Delete implements sql.RowDeleter.
-func (t *tempTable) Delete(ctx *sql.Context, row sql.Row) error {
+func (t *Table) Delete(ctx *sql.Context, row sql.Row) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -344,7 +345,7 @@ func (t *tempTable) Delete(ctx *sql.Context, row sql.Row) error {
 
 // Truncate implements sql.TruncateableTable; like MySQL it restarts the
 // AUTO_INCREMENT counter.
-func (t *tempTable) Truncate(*sql.Context) (int, error) {
+func (t *Table) Truncate(*sql.Context) (int, error) {
 	if err := t.writable(); err != nil {
 		return 0, err
 	}
@@ -356,7 +357,7 @@ func (t *tempTable) Truncate(*sql.Context) (int, error) {
 }
 
 // put adds row under pk with its index entries.
-func (t *tempTable) put(ctx *sql.Context, pk []byte, row sql.Row, size int64) error {
+func (t *Table) put(ctx *sql.Context, pk []byte, row sql.Row, size int64) error {
 	t.d.rows.ReplaceOrInsert(tempRow{key: pk, pk: pk, row: row})
 	if t.d.byRow != nil {
 		enc, err := codec.AppendRow(ctx, nil, t.rowIDs, row)
@@ -377,7 +378,7 @@ func (t *tempTable) put(ctx *sql.Context, pk []byte, row sql.Row, size int64) er
 }
 
 // remove deletes the row under pk with its index entries.
-func (t *tempTable) remove(ctx *sql.Context, pk []byte) {
+func (t *Table) remove(ctx *sql.Context, pk []byte) {
 	e, ok := t.d.rows.Delete(tempRow{key: pk})
 	if !ok {
 		return
@@ -399,7 +400,7 @@ func (t *tempTable) remove(ctx *sql.Context, pk []byte) {
 
 // find returns the key of the stored row equal to row: by primary key, or
 // in a keyless table the first row with the same values.
-func (t *tempTable) find(ctx *sql.Context, row sql.Row) ([]byte, bool, error) {
+func (t *Table) find(ctx *sql.Context, row sql.Row) ([]byte, bool, error) {
 	if t.pkCols != nil {
 		pk, err := t.pkKey(row)
 		if err != nil {
@@ -423,7 +424,7 @@ func (t *tempTable) find(ctx *sql.Context, row sql.Row) ([]byte, bool, error) {
 }
 
 // pkKey encodes row's primary key.
-func (t *tempTable) pkKey(row sql.Row) ([]byte, error) {
+func (t *Table) pkKey(row sql.Row) ([]byte, error) {
 	var k []byte
 	var err error
 	for i, o := range t.sch.PkOrdinals {
@@ -436,7 +437,7 @@ func (t *tempTable) pkKey(row sql.Row) ([]byte, error) {
 
 // checkUnique refuses row when a unique index holds its key for another
 // row than the one under self (the row an UPDATE replaces; nil for none).
-func (t *tempTable) checkUnique(row sql.Row, self []byte) error {
+func (t *Table) checkUnique(row sql.Row, self []byte) error {
 	for _, ix := range t.indexes {
 		tree := t.d.unique[ix]
 		if tree == nil {
@@ -456,22 +457,22 @@ func (t *tempTable) checkUnique(row sql.Row, self []byte) error {
 // dupErr is MySQL's duplicate key error (1062) for the index's values in
 // row, carrying the stored row it collides with for ON DUPLICATE KEY
 // UPDATE.
-func (t *tempTable) dupErr(index string, isPK bool, ords []int, row, existing sql.Row) error {
+func (t *Table) dupErr(index string, isPK bool, ords []int, row, existing sql.Row) error {
 	vals := make([]string, len(ords))
 	for i, o := range ords {
 		vals[i] = fmt.Sprint(row[o])
 	}
-	return dupErr(&txn.DuplicateKeyError{Table: t.name, Index: index, IsPK: isPK, Key: strings.Join(vals, "-"), Existing: existing})
+	return gmstable.DupErr(&txn.DuplicateKeyError{Table: t.name, Index: index, IsPK: isPK, Key: strings.Join(vals, "-"), Existing: existing})
 }
 
 // fits refuses a change that grows the table's data past
 // max_heap_table_size (MySQL's limit for in-memory tables), with MySQL's
 // "table is full" (1114).
-func (t *tempTable) fits(ctx *sql.Context, grow int64) error {
+func (t *Table) fits(ctx *sql.Context, grow int64) error {
 	if grow <= 0 {
 		return nil
 	}
-	limit := int64(defaultTempTableBytes)
+	limit := int64(DefaultMaxBytes)
 	if v, err := ctx.GetSessionVariable(ctx, "max_heap_table_size"); err == nil {
 		if u, ok := v.(uint64); ok {
 			limit = int64(min(u, 1<<62))
@@ -483,11 +484,11 @@ func (t *tempTable) fits(ctx *sql.Context, grow int64) error {
 	return nil
 }
 
-// defaultTempTableBytes is Certus's default max_heap_table_size, the most
+// DefaultMaxBytes is Certus's default max_heap_table_size, the most
 // memory one temporary table's rows may take. MySQL's 16 MiB is meant for
 // MEMORY tables; a temporary table on MySQL is an InnoDB table, so Certus
 // allows more by default.
-const defaultTempTableBytes = 256 << 20
+const DefaultMaxBytes = 256 << 20
 
 // tempRowBytes estimates the memory row takes in a temporary table.
 func tempRowBytes(row sql.Row) int64 {
@@ -523,7 +524,7 @@ func (ix *tempIndex) key(row sql.Row) (k []byte, ok bool) {
 // CreateIndex implements sql.IndexAlterableTable. A unique index is built
 // from the rows at once and refuses duplicates; other indexes are kept as
 // definitions only.
-func (t *tempTable) CreateIndex(ctx *sql.Context, def sql.IndexDef) error {
+func (t *Table) CreateIndex(ctx *sql.Context, def sql.IndexDef) error {
 	if def.IsPrimary() {
 		return sql.ErrUnsupportedFeature.New("adding a primary key to a temporary table")
 	}
@@ -573,7 +574,7 @@ func (t *tempTable) CreateIndex(ctx *sql.Context, def sql.IndexDef) error {
 }
 
 // DropIndex implements sql.IndexAlterableTable.
-func (t *tempTable) DropIndex(ctx *sql.Context, name string) error {
+func (t *Table) DropIndex(ctx *sql.Context, name string) error {
 	for i, ix := range t.indexes {
 		if strings.EqualFold(ix.def.Name, name) {
 			t.indexes = append(t.indexes[:i], t.indexes[i+1:]...)
@@ -586,7 +587,7 @@ func (t *tempTable) DropIndex(ctx *sql.Context, name string) error {
 }
 
 // RenameIndex implements sql.IndexAlterableTable.
-func (t *tempTable) RenameIndex(ctx *sql.Context, from, to string) error {
+func (t *Table) RenameIndex(ctx *sql.Context, from, to string) error {
 	for _, ix := range t.indexes {
 		if strings.EqualFold(ix.def.Name, to) {
 			return sql.ErrDuplicateKey.New(to)
@@ -602,11 +603,11 @@ func (t *tempTable) RenameIndex(ctx *sql.Context, from, to string) error {
 }
 
 // GetChecks implements sql.CheckTable.
-func (t *tempTable) GetChecks(*sql.Context) ([]sql.CheckDefinition, error) { return t.checks, nil }
+func (t *Table) GetChecks(*sql.Context) ([]sql.CheckDefinition, error) { return t.checks, nil }
 
 // CreateCheck implements sql.CheckAlterableTable; an unnamed check gets
 // MySQL's name for it, <table>_chk_<n>.
-func (t *tempTable) CreateCheck(_ *sql.Context, check *sql.CheckDefinition) error {
+func (t *Table) CreateCheck(_ *sql.Context, check *sql.CheckDefinition) error {
 	c := *check
 	for n := 1; c.Name == ""; n++ {
 		c.Name = fmt.Sprintf("%s_chk_%d", t.name, n)
@@ -621,7 +622,7 @@ func (t *tempTable) CreateCheck(_ *sql.Context, check *sql.CheckDefinition) erro
 	return nil
 }
 
-func (t *tempTable) checkNamed(name string) bool {
+func (t *Table) checkNamed(name string) bool {
 	for _, c := range t.checks {
 		if strings.EqualFold(c.Name, name) {
 			return true
@@ -631,7 +632,7 @@ func (t *tempTable) checkNamed(name string) bool {
 }
 
 // DropCheck implements sql.CheckAlterableTable.
-func (t *tempTable) DropCheck(_ *sql.Context, name string) error {
+func (t *Table) DropCheck(_ *sql.Context, name string) error {
 	for i, c := range t.checks {
 		if strings.EqualFold(c.Name, name) {
 			t.checks = append(t.checks[:i], t.checks[i+1:]...)
@@ -642,13 +643,13 @@ func (t *tempTable) DropCheck(_ *sql.Context, name string) error {
 }
 
 // PeekNextAutoIncrementValue implements sql.AutoIncrementGetter.
-func (t *tempTable) PeekNextAutoIncrementValue(*sql.Context) (uint64, error) { return t.autoNext, nil }
+func (t *Table) PeekNextAutoIncrementValue(*sql.Context) (uint64, error) { return t.autoNext, nil }
 
 // GetNextAutoIncrementValue implements sql.AutoIncrementTable, as
 // Table.GetNextAutoIncrementValue does with the session's own counter.
-func (t *tempTable) GetNextAutoIncrementValue(ctx *sql.Context, insertVal interface{}) (uint64, error) {
+func (t *Table) GetNextAutoIncrementValue(ctx *sql.Context, insertVal interface{}) (uint64, error) {
 	if insertVal == nil {
-		inc, off := autoIncrementStep(ctx, ctx.Session)
+		inc, off := gmstable.AutoIncrementStep(ctx, ctx.Session)
 		v := txn.StepAutoIncrement(t.autoNext, inc, off)
 		t.autoNext = txn.AfterAutoIncrement(v)
 		return v, nil
@@ -657,7 +658,7 @@ func (t *tempTable) GetNextAutoIncrementValue(ctx *sql.Context, insertVal interf
 	if t.autoOrd >= 0 {
 		typ = t.sch.Schema[t.autoOrd].Type
 	}
-	explicit := explicitAutoIncrement(ctx, typ, insertVal)
+	explicit := gmstable.ExplicitAutoIncrement(ctx, typ, insertVal)
 	if explicit == 0 {
 		return 0, nil
 	}
@@ -668,23 +669,23 @@ func (t *tempTable) GetNextAutoIncrementValue(ctx *sql.Context, insertVal interf
 }
 
 // AutoIncrementSetter implements sql.AutoIncrementTable.
-func (t *tempTable) AutoIncrementSetter(*sql.Context) sql.AutoIncrementSetter { return t }
+func (t *Table) AutoIncrementSetter(*sql.Context) sql.AutoIncrementSetter { return t }
 
 // SetAutoIncrementValue implements sql.AutoIncrementSetter.
-func (t *tempTable) SetAutoIncrementValue(_ *sql.Context, v uint64) error {
+func (t *Table) SetAutoIncrementValue(_ *sql.Context, v uint64) error {
 	t.autoNext = v
 	return nil
 }
 
 // AcquireAutoIncrementLock implements sql.AutoIncrementSetter; only the
 // session uses the table.
-func (t *tempTable) AcquireAutoIncrementLock(*sql.Context) (func(), error) { return func() {}, nil }
+func (t *Table) AcquireAutoIncrementLock(*sql.Context) (func(), error) { return func() {}, nil }
 
 // tempIndexInfo is a temporary table's index as go-mysql-server lists it
 // (SHOW CREATE TABLE, SHOW INDEX). It supports no lookups: the table is
 // always scanned.
 type tempIndexInfo struct {
-	t      *tempTable
+	t      *Table
 	id     string
 	ords   []int
 	unique bool
@@ -693,13 +694,13 @@ type tempIndexInfo struct {
 }
 
 var (
-	_ sql.IndexAddressableTable = (*tempTable)(nil)
+	_ sql.IndexAddressableTable = (*Table)(nil)
 	_ sql.Index                 = (*tempIndexInfo)(nil)
 )
 
 // GetIndexes implements sql.IndexAddressable: the primary key, then the
 // secondary indexes in the order they were created.
-func (t *tempTable) GetIndexes(*sql.Context) ([]sql.Index, error) {
+func (t *Table) GetIndexes(*sql.Context) ([]sql.Index, error) {
 	var out []sql.Index
 	if t.pkCols != nil {
 		out = append(out, &tempIndexInfo{t: t, id: "PRIMARY", ords: t.sch.PkOrdinals, unique: true})
@@ -718,10 +719,10 @@ func (t *tempTable) GetIndexes(*sql.Context) ([]sql.Index, error) {
 
 // IndexedAccess implements sql.IndexAddressable; no index supports a
 // lookup (CanSupport), so it is never asked for one.
-func (t *tempTable) IndexedAccess(*sql.Context, sql.IndexLookup) sql.IndexedTable { return nil }
+func (t *Table) IndexedAccess(*sql.Context, sql.IndexLookup) sql.IndexedTable { return nil }
 
 // PreciseMatch implements sql.IndexAddressable.
-func (t *tempTable) PreciseMatch() bool { return false }
+func (t *Table) PreciseMatch() bool { return false }
 
 // ID implements sql.Index.
 func (i *tempIndexInfo) ID() string { return i.id }
@@ -781,21 +782,21 @@ func (i *tempIndexInfo) CanSupportOrderBy(sql.Expression) bool { return false }
 func (i *tempIndexInfo) PrefixLengths() []uint16 { return i.prefix }
 
 var (
-	_ sql.AlterableTable  = (*tempTable)(nil)
-	_ sql.RewritableTable = (*tempTable)(nil)
+	_ sql.AlterableTable  = (*Table)(nil)
+	_ sql.RewritableTable = (*Table)(nil)
 )
 
 // ShouldRewriteTable implements sql.RewritableTable: go-mysql-server
 // rewrites the rows (with defaults, conversions and AUTO_INCREMENT values)
 // for every column change; the table is rebuilt from them (tempRewriter).
-func (t *tempTable) ShouldRewriteTable(*sql.Context, sql.PrimaryKeySchema, sql.PrimaryKeySchema, *sql.Column, *sql.Column) bool {
+func (t *Table) ShouldRewriteTable(*sql.Context, sql.PrimaryKeySchema, sql.PrimaryKeySchema, *sql.Column, *sql.Column) bool {
 	return true
 }
 
 // RewriteInserter implements sql.RewritableTable.
-func (t *tempTable) RewriteInserter(ctx *sql.Context, oldSchema, newSchema sql.PrimaryKeySchema, oldColumn, newColumn *sql.Column, idxCols []sql.IndexColumn) (sql.RowInserter, error) {
-	if oldColumn == nil && newColumn == nil && sameSchema(oldSchema, newSchema) {
-		return discardInserter{}, nil // an index build: CreateIndex builds it
+func (t *Table) RewriteInserter(ctx *sql.Context, oldSchema, newSchema sql.PrimaryKeySchema, oldColumn, newColumn *sql.Column, idxCols []sql.IndexColumn) (sql.RowInserter, error) {
+	if oldColumn == nil && newColumn == nil && gmstable.SameSchema(oldSchema, newSchema) {
+		return gmstable.DiscardInserter{}, nil // an index build: CreateIndex builds it
 	}
 	w := &tempRewriter{t: t, sch: newSchema}
 	if oldColumn != nil {
@@ -810,7 +811,7 @@ func (t *tempTable) RewriteInserter(ctx *sql.Context, oldSchema, newSchema sql.P
 // tempRewriter collects the rows of a rewrite; Close rebuilds the table
 // from them under the new schema.
 type tempRewriter struct {
-	t         *tempTable
+	t         *Table
 	sch       sql.PrimaryKeySchema
 	rename    map[string]string
 	rows      []sql.Row
@@ -839,7 +840,7 @@ func (w *tempRewriter) Close(ctx *sql.Context) error {
 }
 
 // AddColumn implements sql.AlterableTable.
-func (t *tempTable) AddColumn(ctx *sql.Context, column *sql.Column, order *sql.ColumnOrder) error {
+func (t *Table) AddColumn(ctx *sql.Context, column *sql.Column, order *sql.ColumnOrder) error {
 	cols := t.sch.Schema.Copy()
 	at, err := columnPosition(cols, order)
 	if err != nil {
@@ -853,7 +854,7 @@ func (t *tempTable) AddColumn(ctx *sql.Context, column *sql.Column, order *sql.C
 }
 
 // DropColumn implements sql.AlterableTable.
-func (t *tempTable) DropColumn(ctx *sql.Context, name string) error {
+func (t *Table) DropColumn(ctx *sql.Context, name string) error {
 	at := t.sch.Schema.IndexOfColName(name)
 	if at < 0 {
 		return sql.ErrTableColumnNotFound.New(t.name, name)
@@ -869,7 +870,7 @@ func (t *tempTable) DropColumn(ctx *sql.Context, name string) error {
 
 // ModifyColumn implements sql.AlterableTable: the column is replaced (and
 // moved, with order) and its values converted to the new type.
-func (t *tempTable) ModifyColumn(ctx *sql.Context, name string, column *sql.Column, order *sql.ColumnOrder) error {
+func (t *Table) ModifyColumn(ctx *sql.Context, name string, column *sql.Column, order *sql.ColumnOrder) error {
 	from := t.sch.Schema.IndexOfColName(name)
 	if from < 0 {
 		return sql.ErrTableColumnNotFound.New(t.name, name)
@@ -913,7 +914,7 @@ func columnPosition(cols sql.Schema, order *sql.ColumnOrder) (int, error) {
 }
 
 // reshape rebuilds the table with columns cols, each row mapped by fn.
-func (t *tempTable) reshape(ctx *sql.Context, cols sql.Schema, rename map[string]string, fn func(sql.Row) (sql.Row, error)) error {
+func (t *Table) reshape(ctx *sql.Context, cols sql.Schema, rename map[string]string, fn func(sql.Row) (sql.Row, error)) error {
 	var pk []int // in the key's order, which may not be the columns'
 	for _, o := range t.sch.PkOrdinals {
 		name := t.sch.Schema[o].Name
@@ -944,8 +945,8 @@ func (t *tempTable) reshape(ctx *sql.Context, cols sql.Schema, rename map[string
 // duplicate key under the new definition leaves the table as it was.
 //
 // Like DDL, the change is not undone by a later rollback (resetHistory).
-func (t *tempTable) rebuild(ctx *sql.Context, sch sql.PrimaryKeySchema, rename map[string]string, rows []sql.Row) error {
-	next, err := newTempTable(t.store, t.db, t.name, sch, t.coll)
+func (t *Table) rebuild(ctx *sql.Context, sch sql.PrimaryKeySchema, rename map[string]string, rows []sql.Row) error {
+	next, err := New(t.store, t.db, t.name, sch, t.coll)
 	if err != nil {
 		return err
 	}
@@ -984,7 +985,7 @@ func (t *tempTable) rebuild(ctx *sql.Context, sch sql.PrimaryKeySchema, rename m
 // statement and the savepoints return to: after DDL (an index added or
 // dropped, a rebuild), the data kept from before no longer fits the
 // definition, and like DDL the change is not undone.
-func (t *tempTable) resetHistory() {
+func (t *Table) resetHistory() {
 	t.txnData, t.txnGen = t.d.clone(), t.store.txnGen
 	if t.stmtData != nil {
 		t.stmtData = t.d.clone()
