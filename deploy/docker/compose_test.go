@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/certusdb/certus/internal/testcluster"
 )
 
 // rootPassword is the compose file's default root password, which its
@@ -58,6 +60,7 @@ func TestComposeCluster(t *testing.T) {
 	}
 	id := strconv.Itoa(os.Getpid())
 	image := "certus-test:" + id
+	testcluster.NoteSources() // the image is built from the module's sources
 	t.Log("building the image with build.sh")
 	if out, err := exec.Command("./build.sh", image).CombinedOutput(); err != nil {
 		t.Fatalf("build.sh: %v\n%s", err, out)

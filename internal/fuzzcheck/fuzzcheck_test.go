@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/certusdb/certus/internal/testcluster"
 )
 
 // TestFuzzTargets runs each fuzz target for 10 s with one worker, one
@@ -23,6 +25,7 @@ func TestFuzzTargets(t *testing.T) {
 	if testing.Short() || os.Getenv("CERTUS_FUZZ") == "0" {
 		t.Skip("fuzzing skipped (-short or CERTUS_FUZZ=0)")
 	}
+	testcluster.NoteSources() // the targets are built from the module's sources
 	cmd := exec.Command("bash", "bench/fuzz.sh", "10s")
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "FUZZ_PARALLEL=1", "FUZZ_SKIP=./sqlengine")

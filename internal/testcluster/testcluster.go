@@ -44,6 +44,7 @@ func Binary(t testing.TB) string {
 			buildErr = err
 			return
 		}
+		NoteSources()
 		binPath = filepath.Join(dir, "certus")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/certus")
 		cmd.Dir = moduleRoot()
@@ -56,6 +57,26 @@ func Binary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// NoteSources looks at every Go source, go.mod and go.sum of the module,
+// so that go test's result cache takes a change to any of them as a
+// change of the test's inputs. A test that builds and runs certus (or
+// builds anything else from the module) does not import what it runs:
+// without this, `go test ./...` answered "ok (cached)" for the system
+// tests after the node's code had changed.
+func NoteSources() {
+	_ = filepath.WalkDir(moduleRoot(), func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case d.IsDir() && path != moduleRoot() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata"):
+			return filepath.SkipDir
+		case !d.IsDir() && (strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum"):
+			_, _ = os.Stat(path) // recorded by the test log the cache checks
+		}
+		return nil
+	})
 }
 
 // Cleanup removes the binary Binary built (call it from TestMain after
