@@ -40,7 +40,7 @@ type httpServer struct {
 
 func startHTTP(n *Node, ln net.Listener) *httpServer {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &wsrepCollector{n: n})
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &metricsCollector{n: n})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
 		_, comment := n.LocalState()
@@ -169,34 +169,6 @@ func hexID(id uint64) string {
 		id >>= 4
 	}
 	return string(b)
-}
-
-// wsrepCollector exports the numeric wsrep status variables as gauges.
-type wsrepCollector struct{ n *Node }
-
-func (c *wsrepCollector) Describe(chan<- *prometheus.Desc) {}
-
-func (c *wsrepCollector) Collect(ch chan<- prometheus.Metric) {
-	for k, v := range c.n.WsrepStatus() {
-		var f float64
-		switch x := v.(type) {
-		case uint64:
-			f = float64(x)
-		case float64:
-			f = x
-		case string:
-			if x != "ON" && x != "OFF" {
-				continue
-			}
-			if x == "ON" {
-				f = 1
-			}
-		default:
-			continue
-		}
-		name := "certus_" + strings.ToLower(k)
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, "wsrep status variable "+k, nil, nil), prometheus.GaugeValue, f)
-	}
 }
 
 // handleFault implements POST /debug/fault?block=name,name (cut the node

@@ -1,7 +1,6 @@
 package systest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -223,26 +222,6 @@ func TestWsrepVariablesAndHTTP(t *testing.T) {
 		}
 	})
 
-	t.Run("HTTPMetrics", func(t *testing.T) {
-		code, body := get(t, "/metrics")
-		if code != 200 {
-			t.Fatalf("/metrics = %d", code)
-		}
-		found := false
-		sc := bufio.NewScanner(strings.NewReader(body))
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "certus_wsrep_cluster_size ") {
-				found = true
-				if v := strings.TrimSpace(strings.TrimPrefix(line, "certus_wsrep_cluster_size")); v != "1" {
-					t.Errorf("certus_wsrep_cluster_size = %s, want 1", v)
-				}
-			}
-		}
-		if !found {
-			t.Errorf("/metrics has no certus_wsrep_cluster_size sample")
-		}
-	})
 }
 
 // TestHandshakeAutocommitFlag reads the server's greeting: its status flags

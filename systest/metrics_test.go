@@ -1,0 +1,185 @@
+package systest
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/certusdb/certus/internal/testcluster"
+)
+
+// TestMetrics scrapes a node's /metrics as Prometheus would and checks
+// them against the ecosystem's conventions and against what ships in
+// deploy/: mysqld_exporter's names for the status variables (the Galera
+// dashboards' mysql_global_status_wsrep_*), counters that end in _total,
+// promtool's lint (when promtool is installed: Debian's prometheus
+// package), and every metric the alert rules and the Grafana dashboard
+// name present in the scrape.
+func TestMetrics(t *testing.T) {
+	c := testcluster.StartCluster(t, 1)
+	n := c.Nodes[0]
+	db := n.DB("")
+	mustExec(t, db, "CREATE DATABASE m")
+	mustExec(t, db, "CREATE TABLE m.t (id INT PRIMARY KEY)")
+	mustExec(t, db, "INSERT INTO m.t VALUES (1)")
+
+	resp, err := http.Get("http://" + n.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
+	}
+	types, samples := parseExposition(t, string(body))
+
+	// the values a Galera dashboard or alert reads
+	for series, want := range map[string]float64{
+		"mysql_global_status_wsrep_cluster_size":   1,
+		"mysql_global_status_wsrep_cluster_status": 1, // Primary
+		"mysql_global_status_wsrep_local_state":    4, // Synced
+		"mysql_global_status_wsrep_ready":          1,
+		`certus_node_state{state="Synced"}`:        1,
+		`certus_node_state{state="Joining"}`:       0,
+		"certus_cluster_primary":                   1,
+		"certus_healthy":                           1,
+		"certus_cluster_members":                   1,
+	} {
+		if got, ok := samples[series]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
+		}
+	}
+	if v := samples["certus_local_commits_total"]; v < 1 {
+		t.Errorf("certus_local_commits_total = %v after a committed INSERT", v)
+	}
+	if _, ok := types["mysql_galera_status_info"]; !ok {
+		t.Error("no mysql_galera_status_info")
+	}
+	doc, err := os.ReadFile("../docs/METRICS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, typ := range types {
+		if strings.HasPrefix(name, "certus_") && !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/METRICS.md does not list %s", name)
+		}
+		switch {
+		case strings.HasPrefix(name, "certus_certus") || strings.HasPrefix(name, "certus_wsrep"):
+			t.Errorf("%s: a doubled prefix", name)
+		case typ == "counter" && !strings.HasSuffix(name, "_total"):
+			t.Errorf("counter %s does not end in _total", name)
+		case typ != "counter" && strings.HasPrefix(name, "certus_") && strings.HasSuffix(name, "_total"):
+			t.Errorf("%s %s ends in _total", typ, name)
+		}
+	}
+
+	promtool, _ := exec.LookPath("promtool")
+	if promtool == "" {
+		t.Log("promtool not installed (Debian's prometheus package): its checks are left out")
+	} else {
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(string(body))
+		out, _ := cmd.CombinedOutput()
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			// the status variables keep their MySQL names, as
+			// mysqld_exporter's do (wsrep_flow_control_paused_ns)
+			if line != "" && !strings.HasPrefix(line, "mysql_global_status_") {
+				t.Errorf("promtool check metrics: %s", line)
+			}
+		}
+		if out, err := exec.Command(promtool, "check", "rules", "../deploy/prometheus/certus-alerts.yml").CombinedOutput(); err != nil {
+			t.Errorf("promtool check rules: %v\n%s", err, out)
+		}
+	}
+
+	// every metric the rules and the dashboard name is one the node serves
+	exprs := map[string]string{}
+	rules, err := os.ReadFile("../deploy/prometheus/certus-alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*expr:\s*(.+)$`).FindAllStringSubmatch(string(rules), -1) {
+		exprs[m[1]] = "certus-alerts.yml"
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	raw, err := os.ReadFile("../deploy/grafana/certus-dashboard.json")
+	if err == nil {
+		err = json.Unmarshal(raw, &dash)
+	}
+	if err != nil {
+		t.Fatalf("the dashboard: %v", err)
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs[tg.Expr] = "certus-dashboard.json: " + p.Title
+		}
+	}
+	if len(exprs) < 10 {
+		t.Fatalf("only %d expressions in the rules and the dashboard", len(exprs))
+	}
+	for expr, where := range exprs {
+		names := promqlMetrics(expr)
+		if len(names) == 0 {
+			t.Errorf("%s: %q names no metric", where, expr)
+		}
+		for _, name := range names {
+			if _, ok := types[name]; !ok {
+				t.Errorf("%s: %q names %s, which the node does not serve", where, expr, name)
+			}
+		}
+	}
+}
+
+// parseExposition reads Prometheus's text format: each metric's type, and
+// each series' value (by its text, labels included).
+func parseExposition(t *testing.T, body string) (types map[string]string, samples map[string]float64) {
+	types, samples = map[string]string{}, map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
+			types[f[2]] = f[3]
+			continue
+		}
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("/metrics line %q: %v", line, err)
+		}
+		samples[line[:i]] = v
+	}
+	return types, samples
+}
+
+// promqlMetrics returns the metric names a PromQL expression reads: its
+// identifiers that are not functions, keywords, labels or durations.
+func promqlMetrics(expr string) []string {
+	expr = regexp.MustCompile(`\{[^}]*\}|"[^"]*"|\[[^\]]*\]`).ReplaceAllString(expr, " ")
+	expr = regexp.MustCompile(`\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`).ReplaceAllString(expr, " ")
+	var out []string
+	for _, m := range regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*(\s*\()?`).FindAllString(expr, -1) {
+		switch {
+		case strings.HasSuffix(m, "("): // a function
+		case m == "and" || m == "or" || m == "unless" || m == "bool" || m == "offset":
+		default:
+			out = append(out, m)
+		}
+	}
+	return out
+}
