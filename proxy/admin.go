@@ -61,6 +61,8 @@ func (p *Proxy) Rules() []RuleInfo {
 
 // adminHandler serves the HTTP admin interface:
 //
+//	GET  /health         200 while a writer is known, else 503
+//	GET  /metrics        Prometheus metrics (docs/METRICS.md)
 //	GET  /backends       nodes, roles, applied seqnos, queries, pooled connections
 //	GET  /status         writer, readers, sessions, causal waits and fallbacks
 //	GET  /rules          query rules in force with hits and time waited
@@ -68,13 +70,15 @@ func (p *Proxy) Rules() []RuleInfo {
 //	POST /reload         re-read the configuration file (rules, hostgroups) and the TLS files
 //	GET  /debug/pprof/   Go profiles of the proxy
 //
-// /backends and /status are open, as a node's /status; the others need
+// /health, /metrics, /backends and /status are open, as a node's are; the others need
 // the admin token (or, without one, a client on loopback).
 func (p *Proxy) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	guarded := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, p.guard.Wrap(h)) }
 	guarded("/debug/pprof/", pprof.Index)
 	guarded("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /health", p.handleHealth)
+	mux.Handle("GET /metrics", p.metricsHandler())
 	mux.HandleFunc("GET /backends", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, p.Backends()) })
 	guarded("GET /rules", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, p.Rules()) })
 	guarded("GET /stats/digest", func(w http.ResponseWriter, r *http.Request) {

@@ -215,6 +215,7 @@ func TestProxy(t *testing.T) {
 	t.Run("MaxConnections", func(t *testing.T) { testProxyMaxConnections(t, c) })
 	t.Run("MaxAllowedPacket", func(t *testing.T) { testProxyMaxAllowedPacket(t, c) })
 	t.Run("WaitTimeout", func(t *testing.T) { testProxyWaitTimeout(t, c) })
+	t.Run("Metrics", func(t *testing.T) { testProxyMetrics(t, c) })
 }
 
 // testProxyLoadDataLocal: LOAD DATA LOCAL INFILE through the proxy loads
