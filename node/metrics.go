@@ -32,9 +32,9 @@ type certusMetric struct {
 var certusMetrics = []certusMetric{
 	{"certus_replicated_writesets_total", "Write-sets this node sent to be ordered.", prometheus.CounterValue, "wsrep_replicated", 0},
 	{"certus_replicated_bytes_total", "Bytes of the write-sets this node sent to be ordered.", prometheus.CounterValue, "wsrep_replicated_bytes", 0},
-	{"certus_received_total", "Replication messages this node received from its peers.", prometheus.CounterValue, "wsrep_received", 0},
-	{"certus_received_bytes_total", "Bytes of the replication messages this node received.", prometheus.CounterValue, "wsrep_received_bytes", 0},
-	{"certus_local_commits_total", "Transactions committed on this node.", prometheus.CounterValue, "wsrep_local_commits", 0},
+	{"certus_received_writesets_total", "Write-sets of other nodes applied on this node.", prometheus.CounterValue, "wsrep_received", 0},
+	{"certus_peer_received_bytes_total", "Replication payload bytes this node received from its peers.", prometheus.CounterValue, "wsrep_received_bytes", 0},
+	{"certus_local_commits_total", "Transactions with writes committed on this node (read-only ones are not counted, as in Galera).", prometheus.CounterValue, "wsrep_local_commits", 0},
 	{"certus_cert_failures_total", "Local transactions that failed certification (1213 at COMMIT).", prometheus.CounterValue, "wsrep_local_cert_failures", 0},
 	{"certus_bf_aborts_total", "Local transactions aborted by a replicated write-set that certified first.", prometheus.CounterValue, "wsrep_local_bf_aborts", 0},
 	{"certus_flow_control_paused_seconds_total", "Time local commits waited for flow control.", prometheus.CounterValue, "wsrep_flow_control_paused_ns", 1e-9},

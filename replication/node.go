@@ -275,11 +275,14 @@ type waiter struct {
 type Stats struct {
 	Replicated, ReplicatedBytes atomic.Uint64
 	SentBytes                   atomic.Uint64 // raft append payload sent to peers
-	Received, ReceivedBytes     atomic.Uint64
-	CertFailures                atomic.Uint64 // local write-sets that failed certification
-	CertFailuresAll             atomic.Uint64 // all write-sets that failed certification
-	Applied                     atomic.Uint64
-	ReadIndexRounds             atomic.Uint64
+	// Received counts the write-sets of other origins applied here
+	// (wsrep_received); ReceivedBytes the raft payload received from
+	// peers
+	Received, ReceivedBytes atomic.Uint64
+	CertFailures            atomic.Uint64 // local write-sets that failed certification
+	CertFailuresAll         atomic.Uint64 // all write-sets that failed certification
+	Applied                 atomic.Uint64
+	ReadIndexRounds         atomic.Uint64
 	// LeaseHeld counts the times the leader held answers to reads because
 	// its lease was not proven yet.
 	LeaseHeld atomic.Uint64
@@ -434,7 +437,6 @@ func (n *Node) SetRemoteWriteObserver(fn func(ws *writeset.WriteSet, seqno uint6
 
 // Step hands a message from a peer to the node.
 func (n *Node) Step(m *pb.Message) {
-	n.core.stats.Received.Add(1)
 	select {
 	case n.recvc <- m:
 	case <-n.stopc:
@@ -707,8 +709,11 @@ func (n *Node) onOverwritten(from uint64) {
 // onApplied answers the local transaction waiting for ws, if any.
 func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 	n.noteOrdered(ws.ID.Origin)
-	if f := n.remoteWrites.Load(); f != nil && out.Committed && ws.ID.Origin != n.origin.Load() {
-		(*f)(ws, out.Seqno)
+	if ws.ID.Origin != n.origin.Load() {
+		n.core.stats.Received.Add(1)
+		if f := n.remoteWrites.Load(); f != nil && out.Committed {
+			(*f)(ws, out.Seqno)
+		}
 	}
 	n.mu.Lock()
 	settled, ok := n.props.Outcome(ws.ID, out)

@@ -2,6 +2,8 @@ package systest
 
 import (
 	"bufio"
+	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -23,12 +25,42 @@ import (
 // package), and every metric the alert rules and the Grafana dashboard
 // name present in the scrape.
 func TestMetrics(t *testing.T) {
-	c := testcluster.StartCluster(t, 1)
+	c := testcluster.StartCluster(t, 2)
 	n := c.Nodes[0]
 	db := n.DB("")
 	mustExec(t, db, "CREATE DATABASE m")
 	mustExec(t, db, "CREATE TABLE m.t (id INT PRIMARY KEY)")
+	// wsrep_local_commits counts transactions with writes, as Galera's
+	// does (ten SELECTs added ten before); wsrep_received the write-sets
+	// of other nodes (it counted raft messages)
+	commits, received := qStatus(t, n, "wsrep_local_commits"), qStatus(t, n, "wsrep_received")
+	for i := 0; i < 10; i++ {
+		var one int
+		if err := db.QueryRow("SELECT 1 FROM m.t LIMIT 1").Scan(&one); err != nil && err != sql.ErrNoRows {
+			t.Fatal(err)
+		}
+	}
 	mustExec(t, db, "INSERT INTO m.t VALUES (1)")
+	mustExec(t, c.Nodes[1].DB(""), "INSERT INTO m.t VALUES (2)")
+	// a causal read: node 1 has applied node 2's insert
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if _, err = conn.ExecContext(context.Background(), "SET SESSION wsrep_sync_wait = 1"); err == nil {
+		err = conn.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM m.t").Scan(&rows)
+	}
+	conn.Close()
+	if err != nil || rows != 2 {
+		t.Fatalf("causal read on node 1: %d rows, %v", rows, err)
+	}
+	if got := qStatus(t, n, "wsrep_local_commits") - commits; got != 1 {
+		t.Errorf("wsrep_local_commits grew by %d for ten SELECTs and one INSERT, want 1", got)
+	}
+	if got := qStatus(t, n, "wsrep_received") - received; got != 1 {
+		t.Errorf("wsrep_received grew by %d for one INSERT on the other node, want 1", got)
+	}
 
 	resp, err := http.Get("http://" + n.HTTPAddr + "/metrics")
 	if err != nil {
@@ -43,7 +75,7 @@ func TestMetrics(t *testing.T) {
 
 	// the values a Galera dashboard or alert reads
 	for series, want := range map[string]float64{
-		"mysql_global_status_wsrep_cluster_size":   1,
+		"mysql_global_status_wsrep_cluster_size":   2,
 		"mysql_global_status_wsrep_cluster_status": 1, // Primary
 		"mysql_global_status_wsrep_local_state":    4, // Synced
 		"mysql_global_status_wsrep_ready":          1,
@@ -51,7 +83,7 @@ func TestMetrics(t *testing.T) {
 		`certus_node_state{state="Joining"}`:       0,
 		"certus_cluster_primary":                   1,
 		"certus_healthy":                           1,
-		"certus_cluster_members":                   1,
+		"certus_cluster_members":                   2,
 	} {
 		if got, ok := samples[series]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)

@@ -916,8 +916,7 @@ func (t *Txn) Commit(ctx context.Context) (writeset.Outcome, error) {
 		return writeset.Outcome{}, ErrDeadlock
 	}
 	if !t.HasWrites() && len(t.autoInc) == 0 {
-		t.m.Commits.Add(1)
-		return writeset.Outcome{Committed: true}, nil
+		return writeset.Outcome{Committed: true}, nil // nothing to replicate: not a commit Galera counts
 	}
 	if err := t.awaitFragment(); err != nil {
 		return writeset.Outcome{}, err
