@@ -70,16 +70,7 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("wsrep_received grew by %d on an idle cluster in 1.5 s", got)
 	}
 
-	resp, err := http.Get("http://" + n.HTTPAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
-	}
-	types, samples := checkExposition(t, string(body))
+	types, samples := scrape(t, n.HTTPAddr)
 
 	// the values a Galera dashboard or alert reads
 	for series, want := range map[string]float64{
@@ -103,15 +94,7 @@ func TestMetrics(t *testing.T) {
 	if _, ok := types["mysql_galera_status_info"]; !ok {
 		t.Error("no mysql_galera_status_info")
 	}
-	doc, err := os.ReadFile("../docs/METRICS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range types {
-		if strings.HasPrefix(name, "certus_") && !strings.Contains(string(doc), "`"+name+"`") {
-			t.Errorf("docs/METRICS.md does not list %s", name)
-		}
-	}
+	documented(t, types)
 
 	if promtool, _ := exec.LookPath("promtool"); promtool != "" {
 		if out, err := exec.Command(promtool, "check", "rules", "../deploy/prometheus/certus-alerts.yml").CombinedOutput(); err != nil {
@@ -179,16 +162,7 @@ func testProxyMetrics(t *testing.T, c *testcluster.Cluster) {
 	if resp.StatusCode != 200 || !strings.HasPrefix(string(health), "writer n") {
 		t.Errorf("/health = %d %q, want 200 and the writer", resp.StatusCode, health)
 	}
-	resp, err = http.Get("http://" + p.Admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
-	}
-	types, samples := checkExposition(t, string(body))
+	types, samples := scrape(t, p.Admin)
 	writers, queries := 0.0, 0.0
 	for _, n := range c.Nodes {
 		if v := samples[`certus_proxy_backend_up{backend="`+n.Name+`"}`]; v != 1 {
@@ -203,6 +177,28 @@ func testProxyMetrics(t *testing.T, c *testcluster.Cluster) {
 	if samples["certus_proxy_sessions"] < 1 {
 		t.Errorf("certus_proxy_sessions = %v with a session open", samples["certus_proxy_sessions"])
 	}
+	documented(t, types)
+}
+
+// scrape reads GET /metrics at addr and checks it (checkExposition).
+func scrape(t *testing.T, addr string) (types map[string]string, samples map[string]float64) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
+	}
+	return checkExposition(t, string(body))
+}
+
+// documented checks that docs/METRICS.md lists every certus_* metric of
+// types.
+func documented(t *testing.T, types map[string]string) {
+	t.Helper()
 	doc, err := os.ReadFile("../docs/METRICS.md")
 	if err != nil {
 		t.Fatal(err)
