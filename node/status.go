@@ -95,6 +95,13 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 	}
 	fc := n.Repl.FlowStatus()
 	rc := n.Eng.RowCacheStats()
+	desyncs := uint64(0) // wsrep_desync, and a state transfer this node serves
+	if n.desync.Load() {
+		desyncs++
+	}
+	if n.donating() {
+		desyncs++
+	}
 	return map[string]interface{}{
 		"Uptime":                          uint64(time.Since(n.started).Seconds()),
 		"wsrep_ready":                     onOff(st.Primary && (state == StateSynced || state == StateDonor && n.desync.Load())), // a desynced node still serves
@@ -154,11 +161,36 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 		"wsrep_provider_vendor":           "Certus",
 		"wsrep_provider_version":          Version,
 		"wsrep_local_uptime":              uint64(time.Since(n.started).Seconds()),
+		"wsrep_repl_keys":                 stats.ReplicatedKeys.Load(),
+		"wsrep_repl_keys_bytes":           stats.ReplicatedKeyBytes.Load(),
+		"wsrep_repl_data_bytes":           stats.ReplicatedDataBytes.Load(),
+		"wsrep_repl_other_bytes":          sub(stats.ReplicatedBytes.Load(), stats.ReplicatedKeyBytes.Load()+stats.ReplicatedDataBytes.Load()),
+		"wsrep_local_replays":             uint64(0),   // a transaction a replicated one aborted fails (1213); none is replayed
+		"wsrep_local_cached_downto":       st.LogFirst, // the first seqno the log still holds: IST serves from it
+		"wsrep_causal_reads":              stats.SyncWaits.Load(),
+		"wsrep_desync_count":              desyncs,
+		"wsrep_gmcast_segment":            uint64(0), // one segment
+		"wsrep_applier_thread_count":      uint64(n.Repl.ApplierThreads()),
+		"wsrep_provider_capabilities":     capabilities,
+		"wsrep_cluster_capabilities":      capabilities,
 	}
 }
 
 // Version is the Certus version reported by the node.
 var Version = "0.1.0"
+
+// capabilities are wsrep_provider_capabilities in Galera's spelling: what
+// Certus does of what Galera lists (not TRX_REPLAY, PAUSE, NBO,
+// PREORDERED, UNORDERED).
+const capabilities = ":MULTI_MASTER:CERTIFICATION:PARALLEL_APPLYING:ISOLATION:CAUSAL_READS:INCREMENTAL_WRITESET:STREAMING:"
+
+// sub is a - b, or 0 when b is larger.
+func sub(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
+}
 
 // viewOf returns the members of the node's view, as Galera's
 // wsrep_cluster_size counts them: the last view the leader ordered (the

@@ -274,7 +274,12 @@ type waiter struct {
 // Stats are cumulative counters for status variables.
 type Stats struct {
 	Replicated, ReplicatedBytes atomic.Uint64
-	SentBytes                   atomic.Uint64 // raft append payload sent to peers
+	// ReplicatedKeys counts the certification keys of the local
+	// write-sets, ReplicatedKeyBytes their bytes and ReplicatedDataBytes
+	// the bytes of their row changes (wsrep_repl_keys, _keys_bytes,
+	// _data_bytes)
+	ReplicatedKeys, ReplicatedKeyBytes, ReplicatedDataBytes atomic.Uint64
+	SentBytes                                               atomic.Uint64 // raft append payload sent to peers
 	// Received counts the write-sets of other origins applied here
 	// (wsrep_received); ReceivedBytes the raft payload received from
 	// peers

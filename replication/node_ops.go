@@ -43,6 +43,7 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (writeset.O
 	n.mu.Unlock()
 	n.core.stats.Replicated.Add(1)
 	n.core.stats.ReplicatedBytes.Add(uint64(len(data)))
+	n.countReplicated(ws)
 	select {
 	case n.propc <- data:
 	case <-n.stopc:
@@ -301,6 +302,21 @@ func (n *Node) checkReadTimeout() {
 	}
 	answer(failed, readResult{err: err})
 	n.startRead(true)
+}
+
+// countReplicated adds a local write-set's keys and row changes to the
+// statistics.
+func (n *Node) countReplicated(ws *writeset.WriteSet) {
+	var keyBytes, dataBytes int
+	for _, k := range ws.Keys {
+		keyBytes += len(k.Key)
+	}
+	for _, op := range ws.Ops {
+		dataBytes += len(op.Key) + len(op.Value) + len(op.Payload)
+	}
+	n.core.stats.ReplicatedKeys.Add(uint64(len(ws.Keys)))
+	n.core.stats.ReplicatedKeyBytes.Add(uint64(keyBytes))
+	n.core.stats.ReplicatedDataBytes.Add(uint64(dataBytes))
 }
 
 // WaitApplied blocks until the node has applied seqno.
