@@ -168,6 +168,7 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 		"wsrep_local_replays":             uint64(0),   // a transaction a replicated one aborted fails (1213); none is replayed
 		"wsrep_local_cached_downto":       st.LogFirst, // the first seqno the log still holds: IST serves from it
 		"wsrep_causal_reads":              stats.SyncWaits.Load(),
+		"wsrep_open_transactions":         uint64(max(0, n.Mgr.Writing.Load())),
 		"wsrep_desync_count":              desyncs,
 		"wsrep_gmcast_segment":            uint64(0), // one segment
 		"wsrep_applier_thread_count":      uint64(n.Repl.ApplierThreads()),

@@ -43,6 +43,23 @@ func TestMetrics(t *testing.T) {
 	}
 	mustExec(t, db, "INSERT INTO m.t VALUES (1)")
 	mustExec(t, c.Nodes[1].DB(""), "INSERT INTO m.t VALUES (2)")
+	// wsrep_open_transactions counts the open transactions that wrote
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("INSERT INTO m.t VALUES (3)"); err != nil {
+		t.Fatal(err)
+	}
+	if open := qStatus(t, n, "wsrep_open_transactions"); open != 1 {
+		t.Errorf("wsrep_open_transactions = %d with one transaction that wrote", open)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if open := qStatus(t, n, "wsrep_open_transactions"); open != 0 {
+		t.Errorf("wsrep_open_transactions = %d after its rollback", open)
+	}
 	// a causal read: node 1 has applied node 2's insert
 	conn, err := db.Conn(context.Background())
 	if err != nil {
@@ -201,7 +218,6 @@ var galeraOnly = map[string]string{
 	"wsrep_commit_oooe":             "commits follow the log's order",
 	"wsrep_commit_oool":             "commits follow the log's order",
 	"wsrep_cert_interval":           "not measured",
-	"wsrep_open_transactions":       "not counted yet (transactions that wrote)",
 	"wsrep_open_connections":        "Galera's internal connection objects",
 	"wsrep_evs_delayed":             "Galera's group communication (EVS); Certus's views are raft's",
 	"wsrep_evs_evict_list":          "Galera's group communication (EVS)",

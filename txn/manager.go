@@ -89,6 +89,9 @@ type Manager struct {
 	// Streams counts transactions that streamed, Fragments the fragments
 	// they sent before their commit.
 	Streams, Fragments atomic.Uint64
+	// Writing is the number of open transactions that have written
+	// (wsrep_open_transactions).
+	Writing atomic.Int64
 
 	unrestored atomic.Bool // noteUnrestored logged
 }

@@ -67,9 +67,11 @@ type Txn struct {
 	minPos atomic.Uint64     // lowest position used; 0 until first use
 
 	schemaOps []*storage.SchemaOp
-	autoInc   map[uint64]uint64 // AUTO_INCREMENT values set by DDL
-	ddl       map[uint64]writeset.TableFlags
-	tables    map[uint64]*tableBuf
+	// writing is set while the transaction has written (Manager.Writing)
+	writing bool
+	autoInc map[uint64]uint64 // AUTO_INCREMENT values set by DDL
+	ddl     map[uint64]writeset.TableFlags
+	tables  map[uint64]*tableBuf
 
 	snapReads   map[string]struct{}
 	snapScanned map[uint64]bool
@@ -205,6 +207,7 @@ func (t *Txn) buf(ti *storage.TableInfo, create bool) *tableBuf {
 		if t.tables == nil {
 			t.tables = map[uint64]*tableBuf{}
 		}
+		t.wrote()
 		t.Catalog()
 		b = newTableBuf(ti, t.catPos)
 		t.tables[ti.Def.ID] = b
@@ -729,6 +732,7 @@ func (t *Txn) SchemaChange(op *storage.SchemaOp, tableIDs ...uint64) error {
 		return err
 	}
 	t.cat = next
+	t.wrote()
 	t.schemaOps = append(t.schemaOps, op)
 	if t.ddl == nil {
 		t.ddl = map[uint64]writeset.TableFlags{}
@@ -964,6 +968,7 @@ func (t *Txn) abort() {
 	t.tables = nil
 	t.undo, t.undoBase = nil, 0
 	t.schemaOps = nil
+	t.wroteNothing()
 	t.autoInc = nil
 	t.refs = nil
 }
@@ -998,6 +1003,24 @@ func (t *Txn) finish() {
 	t.undo, t.undoBase = nil, 0
 	t.refs = nil
 	t.stmtBufs = nil
+	t.wroteNothing()
+}
+
+// wrote counts the transaction among those that have written.
+func (t *Txn) wrote() {
+	if !t.writing {
+		t.writing = true
+		t.m.Writing.Add(1)
+	}
+}
+
+// wroteNothing takes the transaction out of that count (it ended, or a
+// deadlock undid its writes).
+func (t *Txn) wroteNothing() {
+	if t.writing {
+		t.writing = false
+		t.m.Writing.Add(-1)
+	}
 }
 
 // writeSet builds the transaction's write-set.
