@@ -164,7 +164,7 @@ func (p *Proxy) Start() error {
 			return err
 		}
 		p.adminLn = aln
-		p.log.Info("proxy: admin endpoints other than /status and /backends", "access", p.guard.Mode())
+		p.log.Info("proxy: admin endpoints other than /health, /metrics, /status and /backends", "access", p.guard.Mode())
 		p.admin = &http.Server{Handler: p.adminHandler(), ReadHeaderTimeout: 5 * time.Second}
 		p.wg.Add(1)
 		go func() {

@@ -142,7 +142,7 @@ on loopback.`,
 	f.StringVar(&adminListen, "admin-listen", "", "HTTP admin address (default: none)")
 	f.StringVar(&cluster, "cluster", "", "comma-separated HTTP addresses (--http-addr) of one or more nodes")
 	f.StringVar(&cfgPath, "config", "", "JSON configuration file (rules, accounts, hostgroups); SIGHUP or POST /reload re-reads it")
-	adminToken = addSecret(f, "", "admin-token-file", adminauth.EnvToken, "token that the admin interface's endpoints other than /status and /backends require (without one, only clients on loopback may use them)")
+	adminToken = addSecret(f, "", "admin-token-file", adminauth.EnvToken, "token that the admin interface's endpoints other than /health, /metrics, /status and /backends require (without one, only clients on loopback may use them)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	limits.MaxAllowedPacket = mysqlproto.DefaultMaxPayload
 	f.IntVar(&limits.MaxConnections, "max-connections", 151, "client connections open at once, logged in or not (max_connections); one more gets error 1040")
