@@ -108,11 +108,11 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(m.name, m.help, nil, nil), m.typ, v)
 	}
-	state, _ := c.n.LocalState()
+	state, _ := status["wsrep_local_state"].(uint64) // the same look as the variables above
 	for s, name := range stateNames {
-		ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, boolValue(s == state), name)
+		ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, boolValue(uint64(s) == state), name)
 	}
-	ch <- prometheus.MustNewConstMetric(primaryDesc, prometheus.GaugeValue, boolValue(c.n.Repl.Primary()))
+	ch <- prometheus.MustNewConstMetric(primaryDesc, prometheus.GaugeValue, boolValue(str("wsrep_cluster_status") == "Primary"))
 	ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, boolValue(str("wsrep_ready") == "ON"))
 	ch <- prometheus.MustNewConstMetric(healthyDesc, prometheus.GaugeValue, boolValue(c.n.Healthy()))
 	ch <- prometheus.MustNewConstMetric(flowDesc, prometheus.GaugeValue, boolValue(str("wsrep_flow_control_active") == "true"))

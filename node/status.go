@@ -164,7 +164,7 @@ func (n *Node) WsrepStatus() map[string]interface{} {
 		"wsrep_repl_keys":                 stats.ReplicatedKeys.Load(),
 		"wsrep_repl_keys_bytes":           stats.ReplicatedKeyBytes.Load(),
 		"wsrep_repl_data_bytes":           stats.ReplicatedDataBytes.Load(),
-		"wsrep_repl_other_bytes":          sub(stats.ReplicatedBytes.Load(), stats.ReplicatedKeyBytes.Load()+stats.ReplicatedDataBytes.Load()),
+		"wsrep_repl_other_bytes":          otherBytes(stats),
 		"wsrep_local_replays":             uint64(0),   // a transaction a replicated one aborted fails (1213); none is replayed
 		"wsrep_local_cached_downto":       st.LogFirst, // the first seqno the log still holds: IST serves from it
 		"wsrep_causal_reads":              stats.SyncWaits.Load(),
@@ -185,12 +185,11 @@ var Version = "0.1.0"
 // PREORDERED, UNORDERED).
 const capabilities = ":MULTI_MASTER:CERTIFICATION:PARALLEL_APPLYING:ISOLATION:CAUSAL_READS:INCREMENTAL_WRITESET:STREAMING:"
 
-// sub is a - b, or 0 when b is larger.
-func sub(a, b uint64) uint64 {
-	if b > a {
-		return 0
-	}
-	return a - b
+// otherBytes is what the local write-sets' encoding took beyond their
+// keys and row changes (wsrep_repl_other_bytes).
+func otherBytes(st *replication.Stats) uint64 {
+	total, counted := st.ReplicatedBytes.Load(), st.ReplicatedKeyBytes.Load()+st.ReplicatedDataBytes.Load()
+	return total - min(total, counted)
 }
 
 // viewOf returns the members of the node's view, as Galera's

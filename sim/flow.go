@@ -38,10 +38,10 @@ func (n *node) observeFlow() {
 	if !send {
 		return
 	}
+	ctx := r.Encode(append([]byte(nil), flowCtx...)) // one report for every node
 	var out []*pb.Message
 	for _, o := range n.w.nodes {
 		if o.id != n.id {
-			ctx := r.Encode(append([]byte(nil), flowCtx...))
 			out = append(out, &pb.Message{Type: pb.MsgUnreachable.Enum(), From: &n.id, To: &o.id, Context: ctx})
 		}
 	}
@@ -85,12 +85,4 @@ func (c *client) admitted() bool {
 	}
 	c.waitingSince = time.Time{}
 	return true
-}
-
-// sub is a - b, or 0 when b is larger.
-func sub(a, b uint64) uint64 {
-	if b > a {
-		return 0
-	}
-	return a - b
 }

@@ -418,7 +418,8 @@ func (w *world) step() {
 			n.observeFlow()
 		}
 		if n.up {
-			q := sub(n.core.Committed(), n.eng.Applied())
+			committed := n.core.Committed()
+			q := committed - min(committed, n.eng.Applied())
 			w.maxQueue = max(w.maxQueue, q)
 			if n.id == w.slow {
 				w.maxSlowQueue = max(w.maxSlowQueue, q)
