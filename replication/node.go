@@ -194,14 +194,13 @@ type Node struct {
 	core *Core
 	eng  *storage.Engine
 
-	origin atomic.Uint64
+	// origin is the proposals' current origin, for the callers of Origin
+	// (n.mu is held to change it); originMu orders its records
+	origin   atomic.Uint64
+	originMu sync.Mutex
 	// remoteWrites, when set, is told of every applied write-set of
 	// another origin (SetRemoteWriteObserver)
 	remoteWrites atomic.Pointer[func(ws *writeset.WriteSet, seqno uint64)]
-	// originOrdered: a write-set of the current origin reached the log;
-	// retiring are the earlier origins not retired yet (retire.go)
-	originOrdered atomic.Bool
-	retiring      []uint64 // guarded by mu
 
 	propc    chan []byte
 	confc    chan *pb.ConfChangeV2
@@ -230,7 +229,7 @@ type Node struct {
 	desync     atomic.Bool  // wsrep_desync: ask no flow control of the others
 
 	mu    sync.Mutex
-	props *Proposals[*waiter]
+	props *Proposals[waiter]
 
 	readMu sync.Mutex
 	reads  ReadQueue[*readWaiter] // causal reads waiting for ReadIndex rounds
@@ -264,11 +263,13 @@ type Node struct {
 	rollbackSeq atomic.Uint64
 }
 
-// waiter is a local transaction waiting in Replicate.
-type waiter struct {
-	ch chan writeset.Outcome
-	// lost is closed when the node gives up on the write-set's outcome.
-	lost chan struct{}
+// waiter is a local transaction waiting in Replicate for its outcome, or
+// for the error that ends its wait (ErrOutcomeUnknown, ErrNotPrimary).
+type waiter chan replicated
+
+type replicated struct {
+	out writeset.Outcome
+	err error
 }
 
 // Stats are cumulative counters for status variables.
@@ -335,11 +336,10 @@ func Start(cfg Config) (*Node, error) {
 		flow:      NewFlow(cfg.FlowControl, time.Now()),
 		stopc:     make(chan struct{}),
 		done:      make(chan struct{}),
-		props:     NewProposals[*waiter](),
 		appliedCh: make(chan struct{}),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.initOrigin()
+	n.initProposals()
 	n.rollbackSeq.Store(1 << 63) // ids no transaction of an incarnation uses
 	var bootstrap []Member
 	if cfg.Bootstrap {
@@ -713,7 +713,6 @@ func (n *Node) onOverwritten(from uint64) {
 
 // onApplied answers the local transaction waiting for ws, if any.
 func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
-	n.noteOrdered(ws.ID.Origin)
 	if ws.ID.Origin != n.origin.Load() {
 		n.core.stats.Received.Add(1)
 		if f := n.remoteWrites.Load(); f != nil && out.Committed {
@@ -722,25 +721,22 @@ func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 	}
 	n.mu.Lock()
 	settled, ok := n.props.Outcome(ws.ID, out)
+	rotated := n.publishOrigin()
 	n.mu.Unlock()
+	if rotated {
+		n.saveOrigin()
+	}
 	if !ok {
 		return
 	}
-	w := settled.Waiter
 	if settled.Unknown {
 		n.log.Warn("a write-set proposed again failed certification as too old or a duplicate: an earlier copy may have committed, so its outcome is unknown", "id", ws.ID.String(), "seqno", out.Seqno, "reason", out.Reason)
-		close(w.lost)
-		return
+	} else if !out.Committed && out.Rejected == nil && out.Reason != certify.ReasonKey.String() {
+		// key conflicts are the workload's business; the others (too
+		// old, schema change) say something about the cluster
+		n.log.Info("a local transaction failed certification", "seqno", out.Seqno, "reason", out.Reason, "keys", len(ws.Keys))
 	}
-	if !out.Committed && out.Rejected == nil {
-		n.core.stats.CertFailures.Add(1)
-		if out.Reason != certify.ReasonKey.String() {
-			// key conflicts are the workload's business; the others
-			// (too old, schema change) say something about the cluster
-			n.log.Info("a local transaction failed certification", "seqno", out.Seqno, "reason", out.Reason, "keys", len(ws.Keys))
-		}
-	}
-	w.ch <- out
+	n.settle(settled)
 }
 
 // onTransferred answers the local transactions whose write-sets a state
@@ -749,17 +745,26 @@ func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 func (n *Node) onTransferred() {
 	n.mu.Lock()
 	done := n.props.Transferred(n.core.Decided)
+	rotated := n.publishOrigin()
 	n.mu.Unlock()
-	for _, d := range done {
-		if d.Unknown {
-			close(d.Waiter.lost)
-			continue
-		}
-		if !d.Outcome.Committed && d.Outcome.Rejected == nil {
-			n.core.stats.CertFailures.Add(1)
-		}
-		d.Waiter.ch <- d.Outcome
+	if rotated {
+		n.saveOrigin()
 	}
+	for _, d := range done {
+		n.settle(d)
+	}
+}
+
+// settle answers a local transaction with its outcome.
+func (n *Node) settle(s Settled[waiter]) {
+	switch {
+	case s.Unknown:
+		s.Waiter <- replicated{err: ErrOutcomeUnknown}
+		return
+	case !s.Outcome.Committed && s.Outcome.Rejected == nil:
+		n.core.stats.CertFailures.Add(1)
+	}
+	s.Waiter <- replicated{out: s.Outcome}
 }
 
 func (n *Node) onMembers(members []Member, removed []uint64) {

@@ -25,21 +25,9 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (writeset.O
 		}
 		return writeset.Outcome{}, ErrStopped
 	}
-	if ws.Flags&writeset.FlagRetire == 0 { // a retirement names the origin it ends
-		ws.ID.Origin = n.origin.Load()
-	}
-	if ws.Flags&writeset.StreamFlags != 0 {
-		if ws.Stream.Node == 0 {
-			ws.Stream.Node = n.cfg.Self.ID
-		}
-		if ws.Stream.Frag == 0 {
-			ws.Stream.ID = ws.ID // the first fragment names its transaction
-		}
-	}
-	data := ws.Encode(nil)
-	w := &waiter{ch: make(chan writeset.Outcome, 1), lost: make(chan struct{})}
+	w := make(waiter, 1)
 	n.mu.Lock()
-	n.props.Add(ws.ID, data, w, time.Now(), n.core.Committed())
+	data := n.props.Submit(ws, n.cfg.Self.ID, w, time.Now(), n.core.Committed())
 	n.mu.Unlock()
 	n.core.stats.Replicated.Add(1)
 	n.core.stats.ReplicatedBytes.Add(uint64(len(data)))
@@ -52,35 +40,14 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (writeset.O
 		n.abandon(ws.ID)
 		return writeset.Outcome{}, ctx.Err()
 	}
-	nonPrimarySince := time.Time{}
-	tick := time.NewTicker(n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks) / 4)
-	defer tick.Stop()
-	for {
-		select {
-		case out := <-w.ch:
-			return out, nil
-		case <-w.lost:
-			n.rotateOrigin()
-			return writeset.Outcome{}, ErrOutcomeUnknown
-		case <-ctx.Done():
-			n.abandon(ws.ID)
-			return writeset.Outcome{}, ctx.Err()
-		case <-n.stopc:
-			return writeset.Outcome{}, ErrStopped
-		case <-tick.C:
-			// Without a primary component the outcome stays unknown: give
-			// up after an election timeout, like Galera turning non-Primary.
-			if n.Primary() {
-				nonPrimarySince = time.Time{}
-				continue
-			}
-			if nonPrimarySince.IsZero() {
-				nonPrimarySince = time.Now()
-			} else if time.Since(nonPrimarySince) > n.electionTimeout() {
-				n.abandon(ws.ID)
-				return writeset.Outcome{}, ErrNotPrimary
-			}
-		}
+	select {
+	case res := <-w:
+		return res.out, res.err
+	case <-ctx.Done():
+		n.abandon(ws.ID)
+		return writeset.Outcome{}, ctx.Err()
+	case <-n.stopc:
+		return writeset.Outcome{}, ErrStopped
 	}
 }
 
@@ -88,26 +55,36 @@ func (n *Node) electionTimeout() time.Duration {
 	return n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks)
 }
 
-// abandon stops waiting for a write-set whose outcome is unknown. The node
-// starts a new incarnation so that, should the write-set still commit, later
-// local transactions are certified against it like another node's.
+// abandon stops waiting for a write-set whose outcome is unknown
+// (Proposals.Abandon).
 func (n *Node) abandon(id writeset.ID) {
 	n.mu.Lock()
-	n.props.Take(id)
+	n.props.Abandon(id)
+	rotated := n.publishOrigin()
 	n.mu.Unlock()
-	n.rotateOrigin()
+	if rotated {
+		n.saveOrigin()
+	}
 }
 
 // tickChecks proposes again the write-sets whose proposal was lost, and
-// gives up on those too old to propose again (Proposals.Due).
+// gives up on those too old to propose again and on all of them after an
+// election timeout outside a primary component (Proposals.Tick).
 func (n *Node) tickChecks() {
 	n.mu.Lock()
-	again, lost := n.props.Due(time.Now(), n.electionTimeout(), n.core.Committed(), n.core.ReproposeHorizon())
+	due := n.props.Tick(time.Now(), n.electionTimeout(), n.core.Committed(), n.core.ReproposeHorizon(), n.core.Primary())
+	rotated := n.publishOrigin()
 	n.mu.Unlock()
-	for _, w := range lost {
-		close(w.lost)
+	if rotated {
+		n.saveOrigin()
 	}
-	for _, r := range again {
+	for _, w := range due.Lost {
+		w <- replicated{err: ErrOutcomeUnknown}
+	}
+	for _, w := range due.NotPrimary {
+		w <- replicated{err: ErrNotPrimary}
+	}
+	for _, r := range due.Again {
 		if r.Late {
 			n.log.Warn("proposing a write-set again: it is not in the raft log", "id", r.ID.String(), "bytes", len(r.Data))
 		}

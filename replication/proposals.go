@@ -10,21 +10,25 @@ import (
 )
 
 // Proposals keeps a node's own write-sets from their proposal to their
-// outcome, and decides which to propose again and which to give up on.
-// It does no IO, takes no lock and reads no clock: the Node drives it
-// under its mutex with the wall clock, the simulator with its ticks, so
-// both run the same policy. W is what waits for an outcome (a channel on
-// the Node, a client's operation in the simulator).
+// outcome, decides which to propose again and which to give up on, and
+// keeps the origin the node writes them under (its incarnation) and the
+// earlier origins still to retire. It does no IO, takes no lock and reads
+// no clock: the Node drives it under its mutex with the wall clock, the
+// simulator with its ticks, so both run the same policy. W is what waits
+// for an outcome (a channel on the Node, a client's operation in the
+// simulator).
 //
-// The policy (Due): a write-set in the raft log stays, since the leader of
-// its term commits it or a later leader overwrites it (Overwritten). One
-// that is not in the log, because this node dropped it at once (no leader
-// known) or because proposalTimeout passed since its proposal (raft drops
-// a proposal without telling, e.g. a forwarded one on a connection that
-// broke), is proposed again; certification drops a second copy. Once the
-// commit index moved past the re-proposal horizon since its first
-// proposal, a copy could no longer be certified safely: its outcome is
-// given up on, and the node must start a new origin (rotateOrigin).
+// The policy (Tick): a write-set in the raft log stays, since the leader
+// of its term commits it or a later leader overwrites it (Overwritten).
+// One that is not in the log, because this node dropped it at once (no
+// leader known) or because proposalTimeout passed since its proposal
+// (raft drops a proposal without telling, e.g. a forwarded one on a
+// connection that broke), is proposed again; certification drops a second
+// copy. Once the commit index moved past the re-proposal horizon since its
+// first proposal, a copy could no longer be certified safely: its outcome
+// is given up on. A node outside a primary component for an election
+// timeout gives up on every write-set, as Galera does when it turns
+// non-Primary.
 //
 // The commit index a node knows can lag far behind the cluster's (it was
 // cut off, then caught up by a state transfer), so a copy can still be
@@ -37,8 +41,24 @@ import (
 // Transferred). A key conflict is not: certification looks for the id
 // among its decisions first, and those reach back past the read position
 // the copy was checked from.
+//
+// Whenever an outcome is given up on or turns out unknown, the node starts
+// a new incarnation (a new origin): should the write-set still commit,
+// certification then checks later local transactions against it like
+// another node's. The earlier origins are retired (see retire.go) once a
+// write-set of the current one was ordered.
 type Proposals[W any] struct {
 	m map[writeset.ID]*proposal[W]
+	// origin is the current incarnation, newOrigin the source of the next
+	// ones; retiring are the earlier origins not retired yet, ordered is
+	// set once a write-set of origin was applied
+	origin    uint64
+	newOrigin func() uint64
+	retiring  []uint64
+	ordered   bool
+	// nonPrimarySince is when Tick first saw the node outside a primary
+	// component (zero while it is in one)
+	nonPrimarySince time.Time
 }
 
 type proposal[W any] struct {
@@ -57,33 +77,65 @@ type proposal[W any] struct {
 	resent bool
 }
 
-// NewProposals returns an empty set.
-func NewProposals[W any]() *Proposals[W] {
-	return &Proposals[W]{m: map[writeset.ID]*proposal[W]{}}
+// NewProposals returns an empty set writing under a new origin from
+// newOrigin; last, unless 0, is the origin of the node's previous run,
+// to be retired.
+func NewProposals[W any](last uint64, newOrigin func() uint64) *Proposals[W] {
+	p := &Proposals[W]{m: map[writeset.ID]*proposal[W]{}, newOrigin: newOrigin, origin: newOrigin()}
+	if last != 0 {
+		p.retiring = []uint64{last}
+	}
+	return p
 }
 
-// Add records the proposal of data, the encoded write-set id, at now, when
-// the commit index was commitAt; w waits for its outcome.
-func (p *Proposals[W]) Add(id writeset.ID, data []byte, w W, now time.Time, commitAt uint64) {
-	p.m[id] = &proposal[W]{waiter: w, data: data, proposed: now, commitAt: commitAt}
+// Origin is the origin the node writes under now.
+func (p *Proposals[W]) Origin() uint64 { return p.origin }
+
+// rotate starts a new incarnation; the current one is retired later.
+func (p *Proposals[W]) rotate() {
+	p.retiring = append(p.retiring, p.origin)
+	p.origin, p.ordered = p.newOrigin(), false
+}
+
+// Submit records the proposal of ws at now, when the commit index was
+// commitAt, and returns its encoding to propose; w waits for its outcome.
+// The write-set is stamped with the current origin (a retirement keeps the
+// origin it ends), and a streaming transaction's fragment with this node
+// (self) and, for the first one, its transaction's id.
+func (p *Proposals[W]) Submit(ws *writeset.WriteSet, self uint64, w W, now time.Time, commitAt uint64) []byte {
+	if ws.Flags&writeset.FlagRetire == 0 {
+		ws.ID.Origin = p.origin
+	}
+	if ws.Flags&writeset.StreamFlags != 0 {
+		if ws.Stream.Node == 0 {
+			ws.Stream.Node = self
+		}
+		if ws.Stream.Frag == 0 {
+			ws.Stream.ID = ws.ID // the first fragment names its transaction
+		}
+	}
+	data := ws.Encode(nil)
+	p.m[ws.ID] = &proposal[W]{waiter: w, data: data, proposed: now, commitAt: commitAt}
+	return data
 }
 
 // Len is the number of write-sets waiting.
 func (p *Proposals[W]) Len() int { return len(p.m) }
 
-// Take removes id's write-set, whose outcome arrived or whose waiter gave
-// up, and returns its waiter.
-func (p *Proposals[W]) Take(id writeset.ID) (w W, ok bool) {
+// Abandon removes id's write-set, whose waiter gave up on it, and starts a
+// new incarnation: its outcome is unknown. It returns the waiter.
+func (p *Proposals[W]) Abandon(id writeset.ID) (w W, ok bool) {
 	e, ok := p.m[id]
 	if !ok {
 		return w, false
 	}
 	delete(p.m, id)
+	p.rotate()
 	return e.waiter, true
 }
 
 // Dropped notes that this node dropped id's proposal at once: the next
-// Due proposes it again.
+// Tick proposes it again.
 func (p *Proposals[W]) Dropped(id writeset.ID) {
 	if e := p.m[id]; e != nil {
 		e.dropped = true
@@ -98,7 +150,7 @@ func (p *Proposals[W]) Logged(id writeset.ID, index uint64) {
 }
 
 // Overwritten notes that a new leader replaced this node's log from index
-// from: the write-sets logged there are no longer in it, and Due proposes
+// from: the write-sets logged there are no longer in it, and Tick proposes
 // them again once proposalTimeout has passed since their proposal. It
 // returns how many there were.
 func (p *Proposals[W]) Overwritten(from uint64) int {
@@ -112,11 +164,32 @@ func (p *Proposals[W]) Overwritten(from uint64) int {
 	return n
 }
 
-// Due applies the policy at now, with the election timeout, the commit
-// index committed and the re-proposal horizon (Core.ReproposeHorizon): it
-// returns the write-sets to propose again (marked proposed at now) and the
-// waiters of those given up on (removed). Both in the order of their ids.
-func (p *Proposals[W]) Due(now time.Time, election time.Duration, committed, horizon uint64) (again []Reproposal, lost []W) {
+// Due is what Tick decided.
+type Due[W any] struct {
+	// Again are the write-sets to propose again (marked proposed at now).
+	Again []Reproposal
+	// Lost are the waiters of write-sets too old to propose again,
+	// NotPrimary those given up on because the node was outside a primary
+	// component for an election timeout. They are removed.
+	Lost, NotPrimary []W
+}
+
+// Tick applies the policy at now, with the election timeout, the commit
+// index committed, the re-proposal horizon (Core.ReproposeHorizon) and
+// whether the node is in a primary component. Each list is in the order of
+// the write-sets' ids.
+func (p *Proposals[W]) Tick(now time.Time, election time.Duration, committed, horizon uint64, primary bool) Due[W] {
+	var d Due[W]
+	switch {
+	case primary:
+		p.nonPrimarySince = time.Time{}
+	case p.nonPrimarySince.IsZero():
+		p.nonPrimarySince = now
+	case now.Sub(p.nonPrimarySince) > election && len(p.m) > 0:
+		d.NotPrimary = p.Clear()
+		p.rotate()
+		return d
+	}
 	// the node calls this every tick under its mutex: only the few that
 	// are due are put in order
 	var due []writeset.ID
@@ -130,16 +203,19 @@ func (p *Proposals[W]) Due(now time.Time, election time.Duration, committed, hor
 		e := p.m[id]
 		if committed > e.commitAt+horizon {
 			delete(p.m, id)
-			lost = append(lost, e.waiter)
+			d.Lost = append(d.Lost, e.waiter)
 			continue
 		}
-		again = append(again, Reproposal{ID: id, Data: e.data, Late: !e.dropped})
+		d.Again = append(d.Again, Reproposal{ID: id, Data: e.data, Late: !e.dropped})
 		e.dropped, e.proposed, e.resent = false, now, true
 	}
-	return again, lost
+	if len(d.Lost) > 0 {
+		p.rotate()
+	}
+	return d
 }
 
-// Reproposal is a write-set Due proposes again.
+// Reproposal is a write-set Tick proposes again.
 type Reproposal struct {
 	ID   writeset.ID
 	Data []byte
@@ -166,15 +242,22 @@ type Settled[W any] struct {
 	Unknown bool
 }
 
-// Outcome settles id's write-set with the outcome of a copy of it this
-// node applied; ok is false when id is not waiting.
+// Outcome notes that this node applied a write-set of id and settles id's
+// write-set, if it waits, with the outcome of that copy; ok is false when
+// id is not waiting.
 func (p *Proposals[W]) Outcome(id writeset.ID, out writeset.Outcome) (s Settled[W], ok bool) {
+	if id.Origin == p.origin {
+		p.ordered = true
+	}
 	e, ok := p.m[id]
 	if !ok {
 		return s, false
 	}
 	delete(p.m, id)
 	doubtful := e.resent && (out.Reason == certify.ReasonTooOld.String() || out.Reason == certify.ReasonDuplicate.String())
+	if doubtful {
+		p.rotate()
+	}
 	return Settled[W]{Waiter: e.waiter, Outcome: out, Unknown: doubtful}, true
 }
 
@@ -184,6 +267,7 @@ func (p *Proposals[W]) Outcome(id writeset.ID, out writeset.Outcome) (s Settled[
 // they may still be ordered.
 func (p *Proposals[W]) Transferred(decided func(writeset.ID) (seqno uint64, v Verdict, ok bool)) []Settled[W] {
 	var done []Settled[W]
+	rotate := false
 	for _, id := range p.ids() {
 		seqno, v, ok := decided(id)
 		if !ok {
@@ -199,10 +283,30 @@ func (p *Proposals[W]) Transferred(decided func(writeset.ID) (seqno uint64, v Ve
 			out.Reason = "key conflict (learned from a state transfer)"
 		}
 		e := p.m[id]
-		done = append(done, Settled[W]{Waiter: e.waiter, Outcome: out, Unknown: e.resent && v == VerdictFailed})
+		unknown := e.resent && v == VerdictFailed
+		done = append(done, Settled[W]{Waiter: e.waiter, Outcome: out, Unknown: unknown})
 		delete(p.m, id)
+		rotate = rotate || unknown
+	}
+	if rotate {
+		p.rotate()
 	}
 	return done
+}
+
+// Retiring returns the earlier origins to retire, once a write-set of the
+// current one was ordered (the current one then stands for the node's
+// open transactions).
+func (p *Proposals[W]) Retiring() []uint64 {
+	if !p.ordered {
+		return nil
+	}
+	return slices.Clone(p.retiring)
+}
+
+// Retired notes that origin's retirement was ordered.
+func (p *Proposals[W]) Retired(origin uint64) {
+	p.retiring = slices.DeleteFunc(p.retiring, func(o uint64) bool { return o == origin })
 }
 
 // Waiters are the waiters of the write-sets waiting, in the order of their

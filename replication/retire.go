@@ -4,7 +4,6 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
-	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -14,8 +13,8 @@ import (
 )
 
 // Incarnations. A node writes under a random origin id that it replaces
-// (rotateOrigin) at every start and whenever it abandons a write-set whose
-// outcome it cannot learn, so that write-set, should it still commit, is
+// at every start and whenever it gives up on a write-set whose outcome it
+// cannot learn (Proposals), so that write-set, should it still commit, is
 // certified against later local transactions like another node's. The
 // certification index holds its horizon at the lowest LastSeen of the
 // origins in its window, so an old incarnation, which never reports again,
@@ -35,64 +34,70 @@ var keyOrigin = []byte{storage.SpaceReplication, 'O'}
 // incarnation gives its transactions and its streams' rollbacks.
 const retireSeq = 3 << 62
 
-// initOrigin starts this run's incarnation and schedules the retirement of
-// the one the last run left in the data dir.
-func (n *Node) initOrigin() {
-	if n.eng != nil {
-		if v, ok, err := get(n.eng.DB(), keyOrigin); err == nil && ok && len(v) == 8 {
-			n.origin.Store(binary.BigEndian.Uint64(v))
-		}
+// initProposals starts this run's incarnation; the one the last run left
+// in the data dir is retired.
+func (n *Node) initProposals() {
+	var last uint64
+	if v, ok, err := get(n.eng.DB(), keyOrigin); err == nil && ok && len(v) == 8 {
+		last = binary.BigEndian.Uint64(v)
 	}
-	n.rotateOrigin()
+	n.props = NewProposals[waiter](last, randomOrigin)
+	n.origin.Store(n.props.Origin())
+	n.saveOrigin()
 }
 
-// rotateOrigin starts a new incarnation: write-sets from earlier ones count
-// as another node's, so an abandoned commit can never escape certification.
-// The old one is retired later (RetireOrigins).
-func (n *Node) rotateOrigin() {
+// randomOrigin returns a new origin id.
+func randomOrigin() uint64 {
 	var b [8]byte
 	_, _ = crand.Read(b[:])
-	origin := binary.LittleEndian.Uint64(b[:]) | 1
-	n.mu.Lock()
-	if old := n.origin.Load(); old != 0 {
-		n.retiring = append(n.retiring, old)
-	}
-	n.origin.Store(origin)
-	n.originOrdered.Store(false)
-	n.mu.Unlock()
-	if n.eng != nil {
-		if err := n.eng.DB().Set(keyOrigin, binary.BigEndian.AppendUint64(nil, origin), pebble.Sync); err != nil {
-			n.log.Warn("cannot record this node's origin; a restart will not retire it", "err", err)
-		}
-	}
+	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
-// noteOrdered records that a write-set of origin reached the log.
-func (n *Node) noteOrdered(origin uint64) {
-	if origin == n.origin.Load() && !n.originOrdered.Load() {
-		n.originOrdered.Store(true)
+// publishOrigin makes the proposals' origin the node's after a call that
+// may have started a new incarnation (n.mu is held), and reports whether
+// it changed: the caller then records it (saveOrigin) once n.mu is
+// released.
+func (n *Node) publishOrigin() bool {
+	o := n.props.Origin()
+	if o == n.origin.Load() {
+		return false
+	}
+	n.origin.Store(o)
+	return true
+}
+
+// saveOrigin records the node's current origin in the data dir, so the
+// incarnation a restart ends is retired too.
+func (n *Node) saveOrigin() {
+	n.originMu.Lock()
+	defer n.originMu.Unlock()
+	if err := n.eng.DB().Set(keyOrigin, binary.BigEndian.AppendUint64(nil, n.origin.Load()), pebble.Sync); err != nil {
+		n.log.Warn("cannot record this node's origin; a restart will not retire it", "err", err)
 	}
 }
 
 // RetireOrigins orders the retirement of this node's earlier incarnations,
-// once the current one has a write-set in the log. The node calls it
-// periodically; it costs nothing when there is nothing to retire.
+// once the current one has a write-set in the log (Proposals.Retiring).
+// The node calls it periodically; it costs nothing when there is nothing
+// to retire.
 func (n *Node) RetireOrigins(ctx context.Context) error {
-	if !n.originOrdered.Load() {
-		return nil
-	}
 	n.mu.Lock()
-	olds := slices.Clone(n.retiring)
+	olds := n.props.Retiring()
 	n.mu.Unlock()
 	for _, old := range olds {
-		ws := &writeset.WriteSet{ID: writeset.ID{Origin: old, Seq: retireSeq | uint64(time.Now().UnixNano())&(1<<62-1)}, Flags: writeset.FlagRetire}
-		if _, err := n.Replicate(ctx, ws); err != nil {
+		if _, err := n.Replicate(ctx, Retirement(old, uint64(time.Now().UnixNano()))); err != nil {
 			return err
 		}
 		n.mu.Lock()
-		n.retiring = slices.DeleteFunc(n.retiring, func(o uint64) bool { return o == old })
+		n.props.Retired(old)
 		n.mu.Unlock()
 		n.log.Debug("retired an earlier incarnation of this node", "origin", old)
 	}
 	return nil
+}
+
+// Retirement returns the write-set that retires origin; k tells apart the
+// retirements of one origin (a node uses its clock).
+func Retirement(origin, k uint64) *writeset.WriteSet {
+	return &writeset.WriteSet{ID: writeset.ID{Origin: origin, Seq: retireSeq | k&(1<<62-1)}, Flags: writeset.FlagRetire}
 }

@@ -322,7 +322,7 @@ func (w *world) start() error {
 		w.event("n%d is slow from tick %d to %d", w.slow, w.cfg.Ticks/4, w.cfg.Ticks*3/4)
 	}
 	for _, m := range w.members() {
-		n := &node{w: w, id: m.ID, member: m, fs: vfs.NewCrashableMem(), locks: map[string]*client{}, props: replication.NewProposals[*op]()}
+		n := &node{w: w, id: m.ID, member: m, fs: vfs.NewCrashableMem(), locks: map[string]*client{}}
 		if err := n.open(); err != nil {
 			return err
 		}
@@ -617,7 +617,6 @@ type node struct {
 	core   *replication.Core
 	up     bool
 
-	origin      uint64
 	seq         uint64
 	restartAt   int64
 	pausedUntil int64
@@ -628,7 +627,8 @@ type node struct {
 
 	clients []*client
 	locks   map[string]*client
-	props   *replication.Proposals[*op]   // the write-sets of its clients' operations
+	props   *replication.Proposals[*op]   // the write-sets of its clients' operations and its retirements
+	retire  *op                           // the retirement of an earlier incarnation in flight
 	reads   replication.ReadQueue[*op]    // causal reads waiting for a ReadIndex round
 	indexed replication.AppliedWaits[*op] // causal reads with their index, waiting for it to apply
 	lastApp uint64
@@ -685,8 +685,15 @@ func (n *node) open() error {
 	if n.w.cfg.FlowControl {
 		n.flow = replication.NewFlow(flowcontrol.Config{Limit: flowLimit}, n.w.now())
 	}
-	n.incarnation++
-	n.origin = uint64(n.id)<<32 | uint64(n.incarnation)
+	// the earlier incarnation is retired, as a node's is after its restart
+	var last uint64
+	if n.props != nil {
+		last = n.props.Origin()
+	}
+	n.props = replication.NewProposals[*op](last, func() uint64 {
+		n.incarnation++
+		return n.id<<32 | uint64(n.incarnation)
+	})
 	n.lastApp = eng.Applied()
 	return nil
 }
@@ -752,14 +759,28 @@ func (n *node) restart() {
 }
 
 // tickChecks proposes again the write-sets whose proposal was lost, and
-// gives up on those too old to propose again, by replication.Proposals'
-// policy, as replication.Node does at each tick.
+// gives up on those too old to propose again or after an election timeout
+// outside a primary component, by replication.Proposals' policy, as
+// replication.Node does at each tick; and starts the retirement of an
+// earlier incarnation.
 func (n *node) tickChecks() {
-	again, lost := n.props.Due(n.w.now(), n.core.ElectionTimeout(), n.core.Committed(), n.core.ReproposeHorizon())
-	for _, o := range lost {
+	due := n.props.Tick(n.w.now(), n.core.ElectionTimeout(), n.core.Committed(), n.core.ReproposeHorizon(), n.core.Primary())
+	for _, o := range due.Lost {
 		n.abandon(o)
 	}
-	for _, r := range again {
+	for _, o := range due.NotPrimary {
+		n.w.event("n%d gives up on %v: not in a primary component", n.id, o.ws.ID)
+		n.abandon(o)
+	}
+	if olds := n.props.Retiring(); len(olds) > 0 && n.retire == nil && !n.w.quiet && n.ready() {
+		// as replication.Node.RetireOrigins, one at a time
+		n.seq++
+		ws := replication.Retirement(olds[0], n.seq)
+		n.retire = &op{n: n, kind: opRetire, ws: ws, pos: n.eng.Applied(), firstAt: n.w.tick}
+		n.w.event("n%d retires origin %x", n.id, olds[0])
+		n.propose(ws.ID, n.props.Submit(ws, n.id, n.retire, n.w.now(), n.core.Committed()))
+	}
+	for _, r := range due.Again {
 		n.w.event("n%d re-proposes %v", n.id, r.ID)
 		n.propose(r.ID, r.Data)
 	}
@@ -783,13 +804,12 @@ func (n *node) propose(id writeset.ID, data []byte) {
 	}
 }
 
-// abandon ends o, whose outcome is unknown: a new incarnation makes sure
-// the write-set is certified like another node's if it lands.
+// abandon ends o, whose outcome is unknown (its node's Proposals started
+// a new incarnation, so the write-set is certified like another node's if
+// it lands).
 func (n *node) abandon(o *op) {
 	o.finish(outcomeUnknown)
-	n.incarnation++
-	n.origin = n.id<<32 | uint64(n.incarnation)
-	n.w.event("n%d abandons %v, new origin %x", n.id, o.ws.ID, n.origin)
+	n.w.event("n%d abandons %v, new origin %x", n.id, o.ws.ID, n.props.Origin())
 }
 
 // pendingWork reports whether local operations are still waiting.

@@ -31,10 +31,13 @@ const (
 	opTransfer opKind = iota
 	opWrite
 	opRead
+	opRetire
 )
 
-// op is a client operation in flight.
+// op is a client operation in flight, or a node's retirement of an
+// earlier incarnation (no client).
 type op struct {
+	n         *node
 	c         *client
 	kind      opKind
 	ws        *writeset.WriteSet
@@ -80,8 +83,9 @@ func (c *client) step() {
 			}
 		case w.tick-o.firstAt > abandonTicks:
 			// the client's deadline (replication.Node.abandon)
-			n.props.Take(o.ws.ID)
-			n.abandon(o)
+			if _, ok := n.props.Abandon(o.ws.ID); ok {
+				n.abandon(o)
+			}
 		}
 		return
 	}
@@ -158,14 +162,7 @@ func (c *client) propose(kind opKind, keys []string, def *storage.TableDef, rows
 func (c *client) proposeAt(kind opKind, keys []string, def *storage.TableDef, rows [][2]int64, pos uint64, flags writeset.Flags, st writeset.Stream) *op {
 	n, w := c.n, c.n.w
 	n.seq++
-	ws := &writeset.WriteSet{ID: writeset.ID{Origin: n.origin, Seq: n.seq}, LastSeen: min(n.lowWatermark(), pos), Flags: flags}
-	if flags&writeset.StreamFlags != 0 {
-		if st.Frag == 0 {
-			st.ID = ws.ID
-		}
-		st.Node = n.id
-		ws.Stream = st
-	}
+	ws := &writeset.WriteSet{ID: writeset.ID{Seq: n.seq}, LastSeen: min(n.lowWatermark(), pos), Flags: flags, Stream: st}
 	ws.Tables = []writeset.Table{{ID: def.ID, SchemaPos: pos}}
 	for _, r := range rows {
 		o, k := w.put(def, r[0], r[1])
@@ -173,9 +170,8 @@ func (c *client) proposeAt(kind opKind, keys []string, def *storage.TableDef, ro
 		ws.Ops = append(ws.Ops, o)
 		ws.Keys = append(ws.Keys, k)
 	}
-	o := &op{c: c, kind: kind, ws: ws, keys: keys, pos: pos, firstAt: w.tick}
-	data := ws.Encode(nil)
-	n.props.Add(ws.ID, data, o, w.now(), n.core.Committed())
+	o := &op{n: n, c: c, kind: kind, ws: ws, keys: keys, pos: pos, firstAt: w.tick}
+	data := n.props.Submit(ws, n.id, o, w.now(), n.core.Committed())
 	c.cur = o
 	n.propose(ws.ID, data)
 	return o
@@ -185,7 +181,7 @@ func (c *client) proposeAt(kind opKind, keys []string, def *storage.TableDef, ro
 // if it is lost, the node's next restart rolls the transaction back.
 func (n *node) rollbackStream(ws *writeset.WriteSet) {
 	n.seq++
-	ws.ID = writeset.ID{Origin: n.origin, Seq: n.seq}
+	ws.ID = writeset.ID{Origin: n.props.Origin(), Seq: n.seq}
 	n.w.event("n%d rolls back stream %v", n.id, ws.Stream.ID)
 	n.core.Propose(ws.Encode(nil))
 }
@@ -257,7 +253,7 @@ func (c *client) write() {
 func (c *client) read() {
 	n, w := c.n, c.n.w
 	w.clock++
-	o := &op{c: c, kind: opRead, reg: w.r.Intn(w.cfg.Registers), call: w.clock, firstAt: w.tick}
+	o := &op{n: n, c: c, kind: opRead, reg: w.r.Intn(w.cfg.Registers), call: w.clock, firstAt: w.tick}
 	c.cur = o
 	// as replication.Node.ReadIndex: the leader's lease answers at once,
 	// else the read joins a round
@@ -286,10 +282,17 @@ func (o *op) completeRead() {
 
 // finish ends a write-set operation with its outcome.
 func (o *op) finish(out outcome) {
-	c, n, w := o.c, o.c.n, o.c.n.w
+	c, n, w := o.c, o.n, o.n.w
+	if o.kind == opRetire {
+		n.retire = nil
+		if out == outcomeCommitted {
+			n.props.Retired(o.ws.ID.Origin)
+			w.event("n%d retired origin %x at seqno %d", n.id, o.ws.ID.Origin, o.seqno)
+		}
+		return
+	}
 	if out == outcomeCommitted && o.then != nil {
 		// the fragment passed: the transaction goes on, locks held
-		n.props.Take(o.ws.ID)
 		if c.cur == o {
 			c.cur = nil
 		}
@@ -303,7 +306,6 @@ func (o *op) finish(out outcome) {
 			Stream: writeset.Stream{ID: o.ws.Stream.ID, Node: n.id, Frag: o.ws.Stream.Frag + 1}})
 	}
 	c.unlock(o.keys)
-	n.props.Take(o.ws.ID)
 	if c.cur == o {
 		c.cur = nil
 	}
