@@ -170,7 +170,7 @@ func checkView(t *testing.T, data []byte) {
 // and encodes back to them; a report that decodes encodes back to its
 // bytes.
 func FuzzReadLink(f *testing.F) {
-	f.Add(frameReadIndexResp, readAnswer{ctx: 77, index: 1041, term: 3}.encode())
+	f.Add(frameReadIndexResp, ReadAnswer{Ctx: 77, Index: 1041, Term: 3}.encode())
 	f.Add(frameReadIndex, binary.BigEndian.AppendUint64(nil, 77))
 	f.Add(frameFlow, flowcontrol.Report{Over: true, Queue: 250, Rate: 812.5}.Encode(nil))
 	f.Fuzz(func(t *testing.T, typ byte, payload []byte) {

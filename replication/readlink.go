@@ -143,28 +143,28 @@ func (t *TCPTransport) readAnswers(id uint64, l *readLink) {
 			return
 		}
 		if n := t.receiver(); n != nil {
-			n.finishLinkRead(id, a.ctx, a.index, a.term)
+			n.finishLinkRead(id, a.Ctx, a.Index, a.Term)
 		}
 	}
 }
 
-// readAnswer is a read link's answer: the round's context, the leader's
+// ReadAnswer is a read link's answer: the round's context, the leader's
 // commit index and its term.
-type readAnswer struct{ ctx, index, term uint64 }
+type ReadAnswer struct{ Ctx, Index, Term uint64 }
 
-func (a readAnswer) encode() []byte {
-	b := binary.BigEndian.AppendUint64(nil, a.ctx)
-	b = binary.BigEndian.AppendUint64(b, a.index)
-	return binary.BigEndian.AppendUint64(b, a.term)
+func (a ReadAnswer) encode() []byte {
+	b := binary.BigEndian.AppendUint64(nil, a.Ctx)
+	b = binary.BigEndian.AppendUint64(b, a.Index)
+	return binary.BigEndian.AppendUint64(b, a.Term)
 }
 
 // decodeReadAnswer reads a frame of a read link as an answer; ok is false
 // for any other frame.
-func decodeReadAnswer(typ byte, payload []byte) (a readAnswer, ok bool) {
+func decodeReadAnswer(typ byte, payload []byte) (a ReadAnswer, ok bool) {
 	if typ != frameReadIndexResp || len(payload) != 24 {
-		return readAnswer{}, false
+		return ReadAnswer{}, false
 	}
-	return readAnswer{binary.BigEndian.Uint64(payload), binary.BigEndian.Uint64(payload[8:]), binary.BigEndian.Uint64(payload[16:])}, true
+	return ReadAnswer{binary.BigEndian.Uint64(payload), binary.BigEndian.Uint64(payload[8:]), binary.BigEndian.Uint64(payload[16:])}, true
 }
 
 // closeLinkLocked closes the read link to member id, if any. t.mu is
@@ -215,14 +215,25 @@ func (t *TCPTransport) answerReadIndex(c net.Conn, from uint64, rctx []byte) boo
 	if n == nil {
 		return true // not started: the round fails after a timeout
 	}
-	if idx, term, ok := n.leaseRead(); ok {
-		a := readAnswer{ctx: binary.BigEndian.Uint64(rctx), index: idx, term: term}
-		if _, direct := c.(*directio.Conn); !direct { // else bounded by its write timeout
-			_ = c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
-		}
-		return frame.Write(c, frameReadIndexResp, a.encode()) == nil
+	a, step := AnswerReadLink(n.leaseRead, t.self, from, rctx)
+	if step != nil {
+		n.Step(step)
+		return true
 	}
-	self := t.self
-	n.Step(&pb.Message{Type: pb.MsgReadIndex.Enum(), From: &from, To: &self, Entries: []*pb.Entry{{Data: rctx}}})
-	return true
+	if _, direct := c.(*directio.Conn); !direct { // else bounded by its write timeout
+		_ = c.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
+	}
+	return frame.Write(c, frameReadIndexResp, a.encode()) == nil
+}
+
+// AnswerReadLink is a leader's (self's) answer to read link request rctx
+// (8 bytes) from member from: its commit index and term from its published
+// lease (leaseRead, Core.LeaseRead), or, without one, the MsgReadIndex to
+// step into raft for the follower, which raft answers over the raft
+// stream or forwards to the leader it knows.
+func AnswerReadLink(leaseRead func() (index, term uint64, ok bool), self, from uint64, rctx []byte) (ReadAnswer, *pb.Message) {
+	if idx, term, ok := leaseRead(); ok {
+		return ReadAnswer{Ctx: binary.BigEndian.Uint64(rctx), Index: idx, Term: term}, nil
+	}
+	return ReadAnswer{}, &pb.Message{Type: pb.MsgReadIndex.Enum(), From: &from, To: &self, Entries: []*pb.Entry{{Data: rctx}}}
 }

@@ -170,9 +170,10 @@ type Result struct {
 	// Fragments counts fragments of streaming transactions that passed.
 	Fragments                   int
 	Crashes, Partitions, Pauses int
-	// CommitNotices counts the read answers a follower committed from
+	// LinkRounds counts the read rounds followers asked over read links,
+	// CommitNotices the links' answers a follower committed from
 	// (replication.Core.LearnCommit).
-	CommitNotices int
+	LinkRounds, CommitNotices int
 	// Throttled counts the ticks clients waited for flow control's
 	// admission; MaxQueue is the longest receive queue (committed, not
 	// applied) a node had, MaxSlowQueue the slow member's, and
@@ -205,7 +206,7 @@ func Run(cfg Config) (res *Result) {
 		res.Commits, res.CertFailures, res.Unknown, res.Reads = w.commits, w.certFailures, w.unknown, w.reads
 		res.Fragments = w.fragments
 		res.Crashes, res.Partitions, res.Pauses = w.crashes, w.partitions, w.pauses
-		res.CommitNotices = w.notices
+		res.CommitNotices, res.LinkRounds = w.notices, w.linkRounds
 		res.Throttled, res.MaxQueue, res.MaxSlowQueue, res.SlowQueueEnd = w.throttled, w.maxQueue, w.maxSlowQueue, w.slowQueueEnd
 		res.MessagesDropped, res.MessagesDuplicated = w.net.dropped, w.net.duped
 	}()
@@ -257,7 +258,7 @@ type world struct {
 	commits, certFailures, unknown, reads int
 	fragments                             int
 	crashes, partitions, pauses           int
-	notices                               int
+	notices, linkRounds                   int
 	throttled                             int
 	maxQueue, maxSlowQueue, slowQueueEnd  uint64
 	// slow is the slow member's id (0: none)
@@ -393,11 +394,10 @@ func (w *world) step() {
 			w.net.send(n.pausedUntil-1, []*pb.Message{m}) // delivered after the pause
 		case isFlowReport(m):
 			n.receiveFlow(m)
-		case isCommitNotice(m):
-			if n.core.LearnCommit(m.GetFrom(), m.GetTerm(), m.GetIndex()) {
-				w.notices++
-				w.event("n%d commits up to %d from n%d's read answer (term %d)", n.id, m.GetIndex(), m.GetFrom(), m.GetTerm())
-			}
+		case isLinkRequest(m):
+			n.answerReadLink(m)
+		case isLinkAnswer(m):
+			n.finishLinkRead(m)
 		default:
 			n.core.Step(m)
 		}
@@ -463,39 +463,12 @@ func (n *node) process() {
 		return
 	}
 	n.w.net.send(n.w.tick, msgs)
-	n.sendCommitNotices()
 	n.prepareAhead()
 	if !n.apply() {
 		return
 	}
 	n.prepareAhead()
 	n.progress()
-}
-
-// commitNoticeCtx marks the messages standing for a leader's read link
-// answers, which the network delays, drops, duplicates and cuts as it does
-// raft's messages.
-var commitNoticeCtx = []byte("sim: commit notice")
-
-func isCommitNotice(m *pb.Message) bool { return string(m.GetContext()) == string(commitNoticeCtx) }
-
-// sendCommitNotices, on a leader with a published lease, answers a seeded
-// share of its followers' read link requests (the node never waits for
-// them here): each answer tells the follower the leader's commit index and
-// term, which it commits from (replication.Core.LearnCommit) if it still
-// holds when the answer arrives.
-func (n *node) sendCommitNotices() {
-	index, term, ok := n.core.LeaseRead()
-	if !ok {
-		return
-	}
-	var out []*pb.Message
-	for _, f := range n.w.nodes {
-		if f.id != n.id && n.w.r.Intn(3) == 0 {
-			out = append(out, &pb.Message{Type: pb.MsgReadIndexResp.Enum(), From: &n.id, To: &f.id, Term: &term, Index: &index, Context: commitNoticeCtx})
-		}
-	}
-	n.w.net.send(n.w.tick, out)
 }
 
 // apply runs the apply stage: it runs on its own in a real node; here it
@@ -630,6 +603,7 @@ type node struct {
 	props   *replication.Proposals[*op]   // the write-sets of its clients' operations and its retirements
 	retire  *op                           // the retirement of an earlier incarnation in flight
 	reads   replication.ReadQueue[*op]    // causal reads waiting for a ReadIndex round
+	links   map[uint64]bool               // the nodes it has read links to
 	indexed replication.AppliedWaits[*op] // causal reads with their index, waiting for it to apply
 	lastApp uint64
 
@@ -681,6 +655,7 @@ func (n *node) open() error {
 	}
 	core.SetParallelApply(n.w.cfg.ParallelApply)
 	n.core, n.up = core, true
+	n.links = map[uint64]bool{}
 	n.staleStreams = true
 	if n.w.cfg.FlowControl {
 		n.flow = replication.NewFlow(flowcontrol.Config{Limit: flowLimit}, n.w.now())
@@ -741,6 +716,7 @@ func (n *node) crash() {
 	for _, c := range n.clients {
 		c.cur = nil
 	}
+	n.w.linksDown(n.id)
 }
 
 func (n *node) restart() {
@@ -887,19 +863,48 @@ func (n *node) onReadState(rs raft.ReadState) {
 	if len(rs.RequestCtx) != 8 {
 		return
 	}
-	for _, o := range n.reads.Finish(binary.BigEndian.Uint64(rs.RequestCtx)) {
-		o.readIndex = rs.Index
+	n.finishRound(binary.BigEndian.Uint64(rs.RequestCtx), rs.Index)
+}
+
+// finishRound hands the reads round ctx serves their index, and starts
+// the next round.
+func (n *node) finishRound(ctx, index uint64) {
+	for _, o := range n.reads.Finish(ctx) {
+		o.readIndex = index
 		n.indexed.Add(o.readIndex, o)
 	}
 	n.startRead()
 }
 
-// startRead starts a ReadIndex round for the reads waiting, if
-// ReadQueue.Start lets one start (as replication.Node does).
+// startRead starts a round for the reads waiting, if ReadQueue.Start lets
+// one start, as replication.Node does: over the read link to a leader
+// elsewhere, else through raft; a link that is not up sends the round
+// through raft.
 func (n *node) startRead() {
-	if ctx, ok := n.reads.Start(n.w.now(), false); ok {
+	lead := n.core.Lead()
+	link := lead != 0 && lead != n.id
+	ctx, ok := n.reads.Start(n.w.now(), link)
+	if !ok {
+		return
+	}
+	if link && n.sendReadLink(lead, ctx) {
+		return
+	}
+	if link {
+		n.reads.Unlink(ctx)
+		n.loopReads()
+		return
+	}
+	n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
+}
+
+// loopReads asks raft for the rounds whose read link broke, then starts a
+// round (replication.Node.loopReads).
+func (n *node) loopReads() {
+	for _, ctx := range n.reads.Reissue() {
 		n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
 	}
+	n.startRead()
 }
 
 // progress completes causal reads whose index is applied.

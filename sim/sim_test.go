@@ -17,8 +17,8 @@ func TestSeeds(t *testing.T) {
 		if res.Err != nil {
 			t.Fatalf("seed %d: %v\nreplay: %s", seed, res.Err, Replay(seed))
 		}
-		t.Logf("seed %d: commits=%d certfail=%d unknown=%d reads=%d notices=%d crashes=%d partitions=%d pauses=%d applied=%d dropped=%d",
-			seed, res.Commits, res.CertFailures, res.Unknown, res.Reads, res.CommitNotices, res.Crashes, res.Partitions, res.Pauses, res.Applied, res.MessagesDropped)
+		t.Logf("seed %d: commits=%d certfail=%d unknown=%d reads=%d link-rounds=%d notices=%d crashes=%d partitions=%d pauses=%d applied=%d dropped=%d",
+			seed, res.Commits, res.CertFailures, res.Unknown, res.Reads, res.LinkRounds, res.CommitNotices, res.Crashes, res.Partitions, res.Pauses, res.Applied, res.MessagesDropped)
 		notices += res.CommitNotices
 	}
 	if notices == 0 {
