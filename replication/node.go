@@ -251,10 +251,10 @@ type Node struct {
 	removedOnce sync.Once
 
 	// orphaned streaming transactions (stream.go): when the raft loop last
-	// looked, since when each member is out of the leader's reach, whether
-	// rollbacks are being proposed, and the ids of those rollbacks
+	// looked, its Orphans, whether rollbacks are being proposed, and the
+	// ids of those rollbacks
 	orphanChecked time.Time
-	inactiveSince map[uint64]time.Time
+	orphans       Orphans
 	rollingBack   atomic.Bool
 	// rollbacks counts the goroutines rolling back streams
 	// (rollbackStaleStreams, checkOrphanStreams); Stop waits for them, as
@@ -334,6 +334,7 @@ func Start(cfg Config) (*Node, error) {
 		aheadc:    make(chan struct{}, 1),
 		flowDone:  make(chan struct{}),
 		flow:      NewFlow(cfg.FlowControl, time.Now()),
+		orphans:   Orphans{Timeout: orphanTimeout},
 		stopc:     make(chan struct{}),
 		done:      make(chan struct{}),
 		appliedCh: make(chan struct{}),

@@ -132,32 +132,54 @@ func (c *Core) InactiveMembers() []uint64 {
 	return out
 }
 
+// Orphans decides, on the leader, whose streaming transactions to roll
+// back: those of the members out of its reach (Core.InactiveMembers) for
+// longer than Timeout. It reads no clock: the Node asks it about once a
+// second with orphanTimeout, the simulator with its ticks.
+type Orphans struct {
+	Timeout time.Duration
+	since   map[uint64]time.Time // when each inactive member was first seen so
+}
+
+// Check notes at now the members inactive (open: whether the node has
+// open streaming transactions at all) and returns, in order, those out of
+// reach for longer than the timeout.
+func (o *Orphans) Check(now time.Time, open bool, inactive []uint64) []uint64 {
+	if !open {
+		o.since = nil
+		return nil
+	}
+	since := map[uint64]time.Time{}
+	var orphans []uint64
+	for _, id := range inactive {
+		t, ok := o.since[id]
+		if !ok {
+			t = now
+		}
+		since[id] = t
+		if now.Sub(t) > o.Timeout {
+			orphans = append(orphans, id)
+		}
+	}
+	o.since = since
+	slices.Sort(orphans)
+	return orphans
+}
+
 // checkOrphanStreams runs on the raft loop about once a second: on the
 // leader, the streaming transactions of a member out of reach for
-// orphanTimeout are rolled back.
+// orphanTimeout are rolled back (Orphans).
 func (n *Node) checkOrphanStreams() {
 	if time.Since(n.orphanChecked) < time.Second {
 		return
 	}
 	n.orphanChecked = time.Now()
-	if n.eng.OpenStreams() == 0 {
-		n.inactiveSince = nil
-		return
+	var inactive []uint64
+	open := n.eng.OpenStreams() > 0
+	if open {
+		inactive = n.core.InactiveMembers()
 	}
-	inactive := n.core.InactiveMembers()
-	since := map[uint64]time.Time{}
-	var orphans []uint64
-	for _, id := range inactive {
-		t, ok := n.inactiveSince[id]
-		if !ok {
-			t = time.Now()
-		}
-		since[id] = t
-		if time.Since(t) > orphanTimeout {
-			orphans = append(orphans, id)
-		}
-	}
-	n.inactiveSince = since
+	orphans := n.orphans.Check(n.orphanChecked, open, inactive)
 	if len(orphans) == 0 || n.rollingBack.Load() {
 		return
 	}

@@ -600,12 +600,16 @@ type node struct {
 
 	clients []*client
 	locks   map[string]*client
-	props   *replication.Proposals[*op]   // the write-sets of its clients' operations and its retirements
-	retire  *op                           // the retirement of an earlier incarnation in flight
-	reads   replication.ReadQueue[*op]    // causal reads waiting for a ReadIndex round
-	links   map[uint64]bool               // the nodes it has read links to
-	indexed replication.AppliedWaits[*op] // causal reads with their index, waiting for it to apply
-	lastApp uint64
+	props   *replication.Proposals[*op] // the write-sets of its clients' operations and its retirements
+	retire  *op                         // the retirement of an earlier incarnation in flight
+	// orphans decides, on the leader, whose streams to roll back;
+	// rollingBack counts those rollbacks in flight
+	orphans     replication.Orphans
+	rollingBack int
+	reads       replication.ReadQueue[*op]    // causal reads waiting for a ReadIndex round
+	links       map[uint64]bool               // the nodes it has read links to
+	indexed     replication.AppliedWaits[*op] // causal reads with their index, waiting for it to apply
+	lastApp     uint64
 
 	donor          *statetransfer.Donor
 	joiner         *statetransfer.Joiner
@@ -655,6 +659,7 @@ func (n *node) open() error {
 	}
 	core.SetParallelApply(n.w.cfg.ParallelApply)
 	n.core, n.up = core, true
+	n.orphans, n.rollingBack = replication.Orphans{Timeout: orphanTicks * simTick}, 0
 	n.links = map[uint64]bool{}
 	n.staleStreams = true
 	if n.w.cfg.FlowControl {
@@ -747,6 +752,9 @@ func (n *node) tickChecks() {
 	for _, o := range due.NotPrimary {
 		n.w.event("n%d gives up on %v: not in a primary component", n.id, o.ws.ID)
 		n.abandon(o)
+	}
+	if n.w.tick%orphanCheckTicks == 0 {
+		n.checkOrphanStreams()
 	}
 	if olds := n.props.Retiring(); len(olds) > 0 && n.retire == nil && !n.w.quiet && n.ready() {
 		// as replication.Node.RetireOrigins, one at a time

@@ -32,10 +32,11 @@ const (
 	opWrite
 	opRead
 	opRetire
+	opRollback
 )
 
 // op is a client operation in flight, or a node's retirement of an
-// earlier incarnation (no client).
+// earlier incarnation or rollback of an orphaned stream (no client).
 type op struct {
 	n         *node
 	c         *client
@@ -186,6 +187,43 @@ func (n *node) rollbackStream(ws *writeset.WriteSet) {
 	n.core.Propose(ws.Encode(nil))
 }
 
+// Orphaned streams, in ticks: how long a member may be out of the leader's
+// reach before the leader rolls back its streaming transactions (5
+// election timeouts; a node's 15 s are 15, longer than most of the seeds'
+// partitions), and how often the leader looks.
+const (
+	orphanTicks      = 100
+	orphanCheckTicks = 10
+)
+
+// checkOrphanStreams rolls back, on the leader, the streaming transactions
+// of the members out of its reach for orphanTicks, and waits for the
+// rollbacks before it looks again, as replication.Node does.
+func (n *node) checkOrphanStreams() {
+	open := n.eng.OpenStreams() > 0
+	var inactive []uint64
+	if open {
+		inactive = n.core.InactiveMembers()
+	}
+	orphans := n.orphans.Check(n.w.now(), open, inactive)
+	if len(orphans) == 0 || n.rollingBack > 0 || n.w.quiet {
+		return
+	}
+	stored, err := n.eng.StoredStreams()
+	if err != nil {
+		n.w.fail("n%d: stored streams: %v", n.id, err)
+		return
+	}
+	for _, ws := range replication.StreamRollbacks(stored, orphans, n.core.Applied()) {
+		n.seq++
+		ws.ID.Seq = n.seq
+		o := &op{n: n, kind: opRollback, ws: ws, pos: n.eng.Applied(), firstAt: n.w.tick}
+		n.rollingBack++
+		n.w.event("n%d rolls back stream %v of n%d, out of reach", n.id, ws.Stream.ID, ws.Stream.Node)
+		n.propose(ws.ID, n.props.Submit(ws, n.id, o, n.w.now(), n.core.Committed()))
+	}
+}
+
 // rollbackStaleStreams rolls back, once caught up after a start, the
 // streaming transactions the node's earlier incarnations left open, as
 // replication.Node does.
@@ -283,6 +321,11 @@ func (o *op) completeRead() {
 // finish ends a write-set operation with its outcome.
 func (o *op) finish(out outcome) {
 	c, n, w := o.c, o.n, o.n.w
+	if o.kind == opRollback {
+		n.rollingBack--
+		w.event("n%d rolled back stream %v: %v at seqno %d", n.id, o.ws.Stream.ID, out, o.seqno)
+		return
+	}
 	if o.kind == opRetire {
 		n.retire = nil
 		if out == outcomeCommitted {
