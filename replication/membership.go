@@ -38,40 +38,20 @@ var errReplacing = errors.New("replication: the member this node replaces is sti
 // hears from is never removed. Another node with a member's name is
 // refused (ErrDuplicateName).
 func (n *Node) AddMember(ctx context.Context, m Member) ([]Member, error) {
-	if m.ID == 0 {
-		return nil, errors.New("replication: member without id")
-	}
 	for {
-		existing, isMember := n.core.Member(m.ID)
-		var clash *Member
-		for _, o := range n.core.Members() {
-			if o.ID != m.ID && strings.EqualFold(o.Name, m.Name) {
-				o := o
-				clash = &o
-			}
-		}
-		if clash != nil && clash.PeerAddr != m.PeerAddr {
-			return nil, fmt.Errorf("%w: node %q is member %016x (peer %s); remove it before adding a node with the same name", ErrDuplicateName, m.Name, clash.ID, clash.PeerAddr)
-		}
-		if clash != nil {
-			if view := n.core.Status().View; view == nil || slices.Contains(view, clash.ID) {
-				return nil, errReplacing
-			}
+		cc, replaced, done, err := JoinChange(n.core.Members(), n.core.Status().View, m)
+		switch {
+		case err != nil:
+			return nil, err
+		case done:
+			return n.Members(), nil
+		case replaced != nil:
 			n.log.Info("replacing a member: a node with its name and address joins with an empty data dir",
-				"name", m.Name, "peer", m.PeerAddr, "old", fmt.Sprintf("%016x", clash.ID), "new", fmt.Sprintf("%016x", m.ID))
-			if err := n.RemoveMember(ctx, clash.ID); err != nil {
+				"name", m.Name, "peer", m.PeerAddr, "old", fmt.Sprintf("%016x", replaced.ID), "new", fmt.Sprintf("%016x", m.ID))
+			if err := n.RemoveMember(ctx, replaced.ID); err != nil {
 				return nil, err
 			}
 			continue
-		}
-		if isMember && existing.PeerAddr == m.PeerAddr {
-			return n.Members(), nil
-		}
-		ctxData, _ := json.Marshal(ccContext{Member: m})
-		cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeAddLearnerNode.Enum(), NodeId: new(m.ID)}}, Context: ctxData}
-		if isMember {
-			// a known member with a new address: update, keep its role
-			cc.Changes[0].Type = pb.ConfChangeUpdateNode.Enum()
 		}
 		if !n.Primary() {
 			return nil, ErrNotPrimary
@@ -104,15 +84,55 @@ func (n *Node) AddMember(ctx context.Context, m Member) ([]Member, error) {
 	}
 }
 
+// JoinChange decides what adding m to members takes (see AddMember), with
+// the view the node has (Core.Status().View): done when m is a member at
+// its address; replaced, the member m replaces, to remove first; else the
+// configuration change to propose (m as a learner, or a member's new
+// address). errReplacing while the member m replaces is in the view,
+// ErrDuplicateName when another member has m's name at another address.
+func JoinChange(members []Member, view []uint64, m Member) (cc *pb.ConfChangeV2, replaced *Member, done bool, err error) {
+	if m.ID == 0 {
+		return nil, nil, false, errors.New("replication: member without id")
+	}
+	var existing *Member
+	for _, o := range members {
+		switch {
+		case o.ID == m.ID:
+			existing = &o
+		case !strings.EqualFold(o.Name, m.Name):
+		case o.PeerAddr != m.PeerAddr:
+			return nil, nil, false, fmt.Errorf("%w: node %q is member %016x (peer %s); remove it before adding a node with the same name", ErrDuplicateName, m.Name, o.ID, o.PeerAddr)
+		case view == nil || slices.Contains(view, o.ID):
+			return nil, nil, false, errReplacing
+		default:
+			return nil, &o, false, nil
+		}
+	}
+	if existing != nil && existing.PeerAddr == m.PeerAddr {
+		return nil, nil, true, nil
+	}
+	ctxData, _ := json.Marshal(ccContext{Member: m})
+	cc = &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeAddLearnerNode.Enum(), NodeId: new(m.ID)}}, Context: ctxData}
+	if existing != nil {
+		// a known member with a new address: update, keep its role
+		cc.Changes[0].Type = pb.ConfChangeUpdateNode.Enum()
+	}
+	return cc, nil, false, nil
+}
+
+// RemoveChange is the configuration change that removes member id.
+func RemoveChange(id uint64) *pb.ConfChangeV2 {
+	return &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: new(id)}}}
+}
+
 // RemoveMember removes a member from the cluster.
 func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
 	for {
 		if _, ok := n.core.Member(id); !ok {
 			return nil
 		}
-		cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: new(id)}}}
 		select {
-		case n.confc <- cc:
+		case n.confc <- RemoveChange(id):
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-n.stopc:

@@ -32,7 +32,7 @@ func isLinkAnswer(m *pb.Message) bool  { return string(m.GetContext()) == string
 // sendReadLink asks leader to for round ctx over the read link; false
 // when no link to it is up.
 func (n *node) sendReadLink(to, ctx uint64) bool {
-	if !n.w.node(to).up {
+	if x := n.w.node(to); x == nil || !x.up {
 		return false
 	}
 	n.links[to] = true

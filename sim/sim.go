@@ -36,6 +36,7 @@ import (
 	"maps"
 	mrand "math/rand"
 	rand2 "math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -73,6 +74,11 @@ type Config struct {
 	// CrashEvery, PartitionEvery and PauseEvery are the mean number of
 	// ticks between such faults (0: never).
 	CrashEvery, PartitionEvery, PauseEvery int
+	// WipeEvery is the mean number of ticks, in the first half of the run,
+	// between disk losses: a node loses its data dir and joins again as a
+	// new member with its name and address, which replaces the old one
+	// (replication.JoinChange). One at a time.
+	WipeEvery int
 	// CertWindow is the certification window (small, to exercise pruning).
 	CertWindow uint64
 	// LogRetention is the raft log retention in bytes (small, so that
@@ -124,6 +130,7 @@ func Defaults(seed int64) Config {
 		Streams:        r.Intn(2) == 0,
 		FlowControl:    r.Intn(2) == 0,
 		SlowMember:     r.Intn(3) == 0,
+		WipeEvery:      []int{0, 0, 300}[r.Intn(3)],
 	}
 }
 
@@ -170,6 +177,8 @@ type Result struct {
 	// Fragments counts fragments of streaming transactions that passed.
 	Fragments                   int
 	Crashes, Partitions, Pauses int
+	// Wipes counts disk losses (Config.WipeEvery).
+	Wipes int
 	// LinkRounds counts the read rounds followers asked over read links,
 	// CommitNotices the links' answers a follower committed from
 	// (replication.Core.LearnCommit).
@@ -198,14 +207,14 @@ func Run(cfg Config) (res *Result) {
 	res = &Result{Seed: cfg.Seed}
 	defer func() {
 		if r := recover(); r != nil {
-			res.Err = fmt.Errorf("panic at tick %d: %v", w.tick, r)
+			res.Err = fmt.Errorf("panic at tick %d: %v\n%s", w.tick, r, debug.Stack())
 		}
 		res.Applied = w.maxApplied()
 		w.close()
 		res.Digest = fmt.Sprintf("%x", w.trace.Sum(nil))
 		res.Commits, res.CertFailures, res.Unknown, res.Reads = w.commits, w.certFailures, w.unknown, w.reads
 		res.Fragments = w.fragments
-		res.Crashes, res.Partitions, res.Pauses = w.crashes, w.partitions, w.pauses
+		res.Crashes, res.Partitions, res.Pauses, res.Wipes = w.crashes, w.partitions, w.pauses, w.wipes
 		res.CommitNotices, res.LinkRounds = w.notices, w.linkRounds
 		res.Throttled, res.MaxQueue, res.MaxSlowQueue, res.SlowQueueEnd = w.throttled, w.maxQueue, w.maxSlowQueue, w.slowQueueEnd
 		res.MessagesDropped, res.MessagesDuplicated = w.net.dropped, w.net.duped
@@ -259,8 +268,11 @@ type world struct {
 	fragments                             int
 	crashes, partitions, pauses           int
 	notices, linkRounds                   int
-	throttled                             int
-	maxQueue, maxSlowQueue, slowQueueEnd  uint64
+	wipes                                 int
+	// lastID is the highest member id given out
+	lastID                               uint64
+	throttled                            int
+	maxQueue, maxSlowQueue, slowQueueEnd uint64
 	// slow is the slow member's id (0: none)
 	slow uint64
 }
@@ -322,6 +334,7 @@ func (w *world) start() error {
 		w.slow = uint64(1 + w.r.Intn(w.cfg.Nodes))
 		w.event("n%d is slow from tick %d to %d", w.slow, w.cfg.Ticks/4, w.cfg.Ticks*3/4)
 	}
+	w.lastID = uint64(w.cfg.Nodes)
 	for _, m := range w.members() {
 		n := &node{w: w, id: m.ID, member: m, fs: vfs.NewCrashableMem(), locks: map[string]*client{}}
 		if err := n.open(); err != nil {
@@ -341,7 +354,14 @@ func (w *world) close() {
 	}
 }
 
-func (w *world) node(id uint64) *node { return w.nodes[id-1] }
+func (w *world) node(id uint64) *node {
+	for _, n := range w.nodes {
+		if n.id == id {
+			return n
+		}
+	}
+	return nil // a member whose disk was lost
+}
 
 // run drives the simulation to its end and returns the first violation.
 func (w *world) run() error {
@@ -389,7 +409,7 @@ func (w *world) step() {
 	for _, m := range w.net.due(w.tick) {
 		n := w.node(m.GetTo())
 		switch {
-		case !n.up:
+		case n == nil || !n.up:
 		case n.pausedUntil > w.tick:
 			w.net.send(n.pausedUntil-1, []*pb.Message{m}) // delivered after the pause
 		case isFlowReport(m):
@@ -408,6 +428,9 @@ func (w *world) step() {
 		}
 		n.core.Tick()
 		n.tickChecks()
+		if n.joining && w.tick%joinTicks == 0 {
+			n.join()
+		}
 		if !w.quiet || n.pendingWork() {
 			for _, c := range n.clients {
 				c.step()
@@ -552,6 +575,13 @@ func (w *world) injectFaults() {
 			w.event("partition %v | %v", ids[:k], ids[k:])
 		}
 	}
+	if c.WipeEvery > 0 && w.tick < int64(c.Ticks/2) && w.r.Intn(c.WipeEvery) == 0 {
+		n := w.nodes[w.r.Intn(len(w.nodes))]
+		if n.up && !slices.ContainsFunc(w.nodes, func(n *node) bool { return n.joining }) {
+			w.wipes++
+			n.wipe()
+		}
+	}
 	if c.PauseEvery > 0 && w.r.Intn(c.PauseEvery) == 0 {
 		n := w.nodes[w.r.Intn(len(w.nodes))]
 		if n.up && n.pausedUntil <= w.tick {
@@ -624,6 +654,10 @@ type node struct {
 	flow *replication.Flow
 	// slowNext is when the slow member may apply its next write-set
 	slowNext int64
+	// joining is set from a disk loss until the node is a member again
+	joining bool
+	// lastOrigin is the origin of its last run, which it retires
+	lastOrigin uint64
 }
 
 func (n *node) open() error {
@@ -636,8 +670,12 @@ func (n *node) open() error {
 		eng.Close()
 		return fmt.Errorf("node %d: state transfer: %w", n.id, err)
 	}
+	bootstrap := n.w.members()
+	if n.joining {
+		bootstrap = nil // it waits to be added
+	}
 	core, err := replication.NewCore(replication.CoreConfig{
-		Self: n.member, ClusterName: "sim", Engine: eng, Bootstrap: n.w.members(),
+		Self: n.member, ClusterName: "sim", Engine: eng, Bootstrap: bootstrap,
 		ClusterUUID: fmt.Sprintf("sim-%d", n.w.cfg.Seed), SyncLog: true,
 		Cert:              certify.Config{Window: n.w.cfg.CertWindow, MaxKeys: 1 << 20},
 		LogRetentionBytes: n.w.cfg.LogRetention,
@@ -666,11 +704,7 @@ func (n *node) open() error {
 		n.flow = replication.NewFlow(flowcontrol.Config{Limit: flowLimit}, n.w.now())
 	}
 	// the earlier incarnation is retired, as a node's is after its restart
-	var last uint64
-	if n.props != nil {
-		last = n.props.Origin()
-	}
-	n.props = replication.NewProposals[*op](last, func() uint64 {
+	n.props = replication.NewProposals[*op](n.lastOrigin, func() uint64 {
 		n.incarnation++
 		return n.id<<32 | uint64(n.incarnation)
 	})
@@ -713,6 +747,7 @@ func (n *node) crash() {
 	n.shutdown(true)
 	n.restartAt = n.w.tick + int64(20+n.w.r.Intn(150))
 	// local transactions die with the node; their outcome is unknown
+	n.lastOrigin = n.props.Origin()
 	for _, o := range n.props.Clear() {
 		o.finish(outcomeUnknown)
 	}
@@ -977,4 +1012,50 @@ func (n *node) readRow(def *storage.TableDef, id int64) (int64, bool) {
 func (n *node) ready() bool {
 	_, ok := n.eng.Catalog().Table(registersTable)
 	return ok && n.core.Primary()
+}
+
+// joinTicks is how often a node that lost its disk asks to join (two
+// election timeouts, as replication.Node.AddMember waits for a change).
+const joinTicks = 40
+
+// wipe is a disk loss: the node crashes and comes back with an empty data
+// dir and a new id, to join again under its name and address.
+func (n *node) wipe() {
+	old := n.id
+	n.crash()
+	n.fs = vfs.NewCrashableMem()
+	n.w.lastID++
+	n.id, n.member.ID = n.w.lastID, n.w.lastID
+	n.joining = true
+	n.lastOrigin = 0 // it went with the disk
+	n.w.event("n%d loses its disk: n%d comes back in its place", old, n.id)
+}
+
+// join asks a member it reaches to add it, as a joining node asks any
+// member (replication.Node.AddMember): the member removes the member it
+// replaces once its view shows it silent, then adds it as a learner; the
+// leader promotes it once it caught up (by a state transfer).
+func (n *node) join() {
+	w := n.w
+	for _, i := range w.r.Perm(len(w.nodes)) {
+		x := w.nodes[i]
+		if x == n || !x.up || x.joining || x.pausedUntil > w.tick || w.net.cut[[2]uint64{n.id, x.id}] || !x.core.Primary() {
+			continue
+		}
+		cc, replaced, done, err := replication.JoinChange(x.core.Members(), x.core.Status().View, n.member)
+		switch {
+		case err != nil:
+			w.event("n%d asks n%d to join: %v", n.id, x.id, err)
+		case done:
+			n.joining = false
+			w.event("n%d is a member (n%d applied its change)", n.id, x.id)
+		case replaced != nil:
+			w.event("n%d asks n%d to join: n%d proposes the removal of n%d, which it replaces", n.id, x.id, x.id, replaced.ID)
+			x.core.ProposeConfChange(replication.RemoveChange(replaced.ID))
+		default:
+			w.event("n%d asks n%d to join: n%d proposes its addition", n.id, x.id, x.id)
+			x.core.ProposeConfChange(cc)
+		}
+		return
+	}
 }

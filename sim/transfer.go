@@ -56,12 +56,13 @@ func (n *node) dialDonor(ctx context.Context, addr string, req []byte) (io.ReadC
 		n.transferCancel()
 		return nil, errors.New("simulated crash during state transfer")
 	}
-	id, err := strconv.ParseUint(strings.TrimPrefix(addr, "sim:"), 10, 64)
-	if err != nil || id == 0 || id > uint64(len(w.nodes)) {
+	slot, err := strconv.ParseUint(strings.TrimPrefix(addr, "sim:"), 10, 64)
+	if err != nil || slot == 0 || slot > uint64(len(w.nodes)) {
 		return nil, fmt.Errorf("no such donor %q", addr)
 	}
-	d := w.node(id)
-	if !d.up || d.pausedUntil > w.tick || w.net.cut[[2]uint64{n.id, id}] {
+	d := w.nodes[slot-1] // (the node at that address now)
+	id := d.id
+	if !d.up || d.joining || d.pausedUntil > w.tick || w.net.cut[[2]uint64{n.id, id}] {
 		w.event("n%d cannot reach donor n%d", n.id, id)
 		return nil, fmt.Errorf("donor n%d unreachable", id)
 	}

@@ -65,8 +65,8 @@ command exits non-zero. The same seed always gives the same digest.`,
 }
 
 func printResult(r *sim.Result) {
-	fmt.Printf("seed %d: applied=%d commits=%d cert_failures=%d unknown=%d causal_reads=%d commit_notices=%d fragments=%d crashes=%d partitions=%d pauses=%d dropped=%d duplicated=%d\n",
-		r.Seed, r.Applied, r.Commits, r.CertFailures, r.Unknown, r.Reads, r.CommitNotices, r.Fragments, r.Crashes, r.Partitions, r.Pauses, r.MessagesDropped, r.MessagesDuplicated)
+	fmt.Printf("seed %d: applied=%d commits=%d cert_failures=%d unknown=%d causal_reads=%d link_rounds=%d commit_notices=%d fragments=%d crashes=%d disk_losses=%d partitions=%d pauses=%d dropped=%d duplicated=%d\n",
+		r.Seed, r.Applied, r.Commits, r.CertFailures, r.Unknown, r.Reads, r.LinkRounds, r.CommitNotices, r.Fragments, r.Crashes, r.Wipes, r.Partitions, r.Pauses, r.MessagesDropped, r.MessagesDuplicated)
 }
 
 // runSeeds runs consecutive seeds one after another (runs must not overlap
