@@ -79,6 +79,12 @@ type Config struct {
 	// new member with its name and address, which replaces the old one
 	// (replication.JoinChange). One at a time.
 	WipeEvery int
+	// LeadEvery is the mean number of ticks between moves of the
+	// leadership an operator or a shutdown asks for: a node asks to lead
+	// (replication.Core.RequestLeadership, as TakeLeadership does), or the
+	// leader hands leadership to the member whose log is longest
+	// (Core.TransferLeadership, as a node does before it stops).
+	LeadEvery int
 	// CertWindow is the certification window (small, to exercise pruning).
 	CertWindow uint64
 	// LogRetention is the raft log retention in bytes (small, so that
@@ -131,6 +137,7 @@ func Defaults(seed int64) Config {
 		FlowControl:    r.Intn(2) == 0,
 		SlowMember:     r.Intn(3) == 0,
 		WipeEvery:      []int{0, 0, 300}[r.Intn(3)],
+		LeadEvery:      []int{0, 100}[r.Intn(2)],
 	}
 }
 
@@ -582,6 +589,15 @@ func (w *world) injectFaults() {
 			n.wipe()
 		}
 	}
+	if c.LeadEvery > 0 && w.r.Intn(c.LeadEvery) == 0 {
+		if n := w.nodes[w.r.Intn(len(w.nodes))]; n.up && n.pausedUntil <= w.tick {
+			if w.r.Intn(2) == 0 {
+				w.event("n%d asks to lead: %v", n.id, n.core.RequestLeadership())
+			} else if n.core.TransferLeadership() {
+				w.event("n%d hands leadership over", n.id)
+			}
+		}
+	}
 	if c.PauseEvery > 0 && w.r.Intn(c.PauseEvery) == 0 {
 		n := w.nodes[w.r.Intn(len(w.nodes))]
 		if n.up && n.pausedUntil <= w.tick {
@@ -654,7 +670,7 @@ type node struct {
 	flow *replication.Flow
 	// slowNext is when the slow member may apply its next write-set
 	slowNext int64
-	// joining is set from a disk loss until the node is a member again
+	// joining is set from a disk loss until the node is a voter again
 	joining bool
 	// lastOrigin is the origin of its last run, which it retires
 	lastOrigin uint64
@@ -1046,9 +1062,12 @@ func (n *node) join() {
 		switch {
 		case err != nil:
 			w.event("n%d asks n%d to join: %v", n.id, x.id, err)
-		case done:
+		case done && slices.Contains(x.core.Status().Voters, n.id):
+			// (another disk lost before the promotion could leave a
+			// single voter, which no quorum ever outvotes again)
 			n.joining = false
-			w.event("n%d is a member (n%d applied its change)", n.id, x.id)
+			w.event("n%d is a voter (n%d applied its promotion)", n.id, x.id)
+		case done:
 		case replaced != nil:
 			w.event("n%d asks n%d to join: n%d proposes the removal of n%d, which it replaces", n.id, x.id, x.id, replaced.ID)
 			x.core.ProposeConfChange(replication.RemoveChange(replaced.ID))
