@@ -221,6 +221,7 @@ type Node struct {
 	applierThreads atomic.Int64
 	prepWG         sync.WaitGroup
 	flowDone       chan struct{} // closed when flowLoop ends
+	syncDone       chan struct{} // closed when syncLoop ends (at once with SyncLog)
 
 	flow *Flow
 
@@ -333,6 +334,7 @@ func Start(cfg Config) (*Node, error) {
 		applied:   make(chan struct{}),
 		aheadc:    make(chan struct{}, 1),
 		flowDone:  make(chan struct{}),
+		syncDone:  make(chan struct{}),
 		flow:      NewFlow(cfg.FlowControl, time.Now()),
 		orphans:   Orphans{Timeout: orphanTimeout},
 		stopc:     make(chan struct{}),
@@ -381,7 +383,9 @@ func Start(cfg Config) (*Node, error) {
 		n.rollbacks.Add(1)
 		go n.rollbackStaleStreams()
 	}
-	if !cfg.SyncLog {
+	if cfg.SyncLog {
+		close(n.syncDone)
+	} else {
 		go n.syncLoop()
 	}
 	return n, nil
@@ -428,6 +432,7 @@ func (n *Node) Stop() {
 	<-n.applied
 	n.prepWG.Wait()
 	<-n.flowDone
+	<-n.syncDone // (its last sync must not meet a closed engine)
 	n.core.dropAhead()
 }
 

@@ -345,6 +345,7 @@ func (n *Node) StartSyncWait() func(context.Context) error {
 
 // syncLoop makes the log durable periodically when SyncLog is off.
 func (n *Node) syncLoop() {
+	defer close(n.syncDone)
 	t := time.NewTicker(n.cfg.SyncInterval)
 	defer t.Stop()
 	for {
