@@ -132,9 +132,7 @@ func ignoredErrorText(s *Session, code int, msg string) string {
 	case mysql.ERDupEntry:
 		return dupPrefixRe.ReplaceAllString(msg, "")
 	case mysql.ERBadNullError:
-		if m := notNullRe.FindStringSubmatch(msg); m != nil {
-			return fmt.Sprintf("Column '%s' cannot be null", m[1])
-		}
+		return withMySQLMessage(mysql.NewSQLError(code, "23000", "%s", msg), "", "").Message
 	case mysql.ErNoReferencedRow2, mysql.ERRowIsReferenced2:
 		return foreignKeyMessage(context.Background(), s, mysql.NewSQLError(code, "23000", "%s", msg), "").Message
 	case erCheckConstraintViolated:

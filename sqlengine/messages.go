@@ -66,6 +66,10 @@ func withMySQLMessage(se *mysql.SQLError, db, query string) *mysql.SQLError {
 		if msg, ok := syntaxError(se.Message, query); ok {
 			return mysql.NewSQLError(se.Number(), se.SQLState(), "%s", msg)
 		}
+	case mysql.ERBadNullError:
+		if m := notNullRe.FindStringSubmatch(se.Message); m != nil {
+			return mysql.NewSQLError(se.Number(), se.SQLState(), "Column '%s' cannot be null", m[1])
+		}
 	}
 	for _, m := range mysqlMessages {
 		if m.code != se.Number() {
