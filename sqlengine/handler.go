@@ -105,28 +105,22 @@ const (
 	kindShow   = 8
 )
 
-// stmtInfo is what the handler needs to know of a statement's text.
+// stmtInfo is what the handler needs to know of a statement's text: the
+// traits the checks every statement gets look at, and what its class
+// needs beyond them (special, answer).
 type stmtInfo struct {
 	kind         int  // sync-wait bit, or 0
 	locking      bool // SELECT ... FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE: a current read
 	nonPrimaryOK bool // allowed outside the primary component
 	commit       bool // COMMIT: never retried
-	drop         bool // DROP: a missing table is 1051, not 1146
 	empty        bool // no SQL at all (1065)
-	ddl          bool // CREATE, DROP, ALTER, RENAME, TRUNCATE
 	begin        bool // BEGIN, START TRANSACTION
-	snapshot     bool // START TRANSACTION WITH CONSISTENT SNAPSHOT: the snapshot is taken at once
 	// implicitCommit: CHECK TABLE, which ends the open transaction as DDL
 	// does although it reads
 	implicitCommit bool
-	// setGlobal: a SET that may assign a global (or persisted) variable
-	// (the statement guard checks the privilege on the parsed statement)
-	setGlobal  bool
-	set        bool // SET ...
-	showGrants bool // SHOW GRANTS ...
-	// processList: SHOW [FULL] PROCESSLIST (and nothing else)
-	processList bool
-	execute     bool // EXECUTE name: a prepared statement that may not run itself again (recursion.go)
+	// special is what the statement's class needs around its run, or nil
+	// (special.go)
+	special *special
 	// answer is the handler's own answer to statements that begin so, or
 	// nil (see answerer)
 	answer answerer
@@ -199,9 +193,11 @@ func inspect(q string) stmtInfo {
 		info := stmtInfo{kind: kindShow, nonPrimaryOK: true}
 		switch w := lx.Word(); {
 		case w == "GRANTS":
-			info.showGrants = true
+			info.special = specialShowGrants
 		case w == "PROCESSLIST", w == "FULL" && lx.Word() == "PROCESSLIST":
-			info.processList = lx.Word() == ""
+			if lx.Word() == "" {
+				info.special = specialProcessList
+			}
 		case w == "ENGINE":
 			if lx.Word() == "INNODB" && lx.Word() == "STATUS" && lx.Word() == "" {
 				info.answer = answerEngineStatus
@@ -220,17 +216,21 @@ func inspect(q string) stmtInfo {
 	case "FLUSH":
 		return stmtInfo{nonPrimaryOK: true, answer: answerFlush}
 	case "SET":
-		info := stmtInfo{nonPrimaryOK: true, set: true}
+		info := stmtInfo{nonPrimaryOK: true, special: specialSet}
 		if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q[lx.Pos():])), "PASSWORD") {
 			return stmtInfo{answer: answerPassword}
 		}
-		for t := lx.Next(); t.Kind != sqllex.EOF && !info.setGlobal; t = lx.Next() {
+		for t := lx.Next(); t.Kind != sqllex.EOF && info.special == specialSet; t = lx.Next() {
+			global := false
 			switch t.Kind {
 			case sqllex.Word: // SET GLOBAL x = ...
-				info.setGlobal = t.Is("GLOBAL") || t.Is("PERSIST") || t.Is("PERSIST_ONLY")
+				global = t.Is("GLOBAL") || t.Is("PERSIST") || t.Is("PERSIST_ONLY")
 			case sqllex.Var: // SET @@global.x = ...
 				u := t.Upper()
-				info.setGlobal = strings.HasPrefix(u, "@@GLOBAL.") || strings.HasPrefix(u, "@@PERSIST.") || strings.HasPrefix(u, "@@PERSIST_ONLY.")
+				global = strings.HasPrefix(u, "@@GLOBAL.") || strings.HasPrefix(u, "@@PERSIST.") || strings.HasPrefix(u, "@@PERSIST_ONLY.")
+			}
+			if global {
+				info.special = specialSetGlobal
 			}
 		}
 		return info
@@ -249,33 +249,35 @@ func inspect(q string) stmtInfo {
 	case "BEGIN":
 		return stmtInfo{begin: true}
 	case "EXECUTE":
-		return stmtInfo{execute: true}
+		return stmtInfo{special: specialExecute}
 	case "START":
 		info := stmtInfo{begin: lx.Word() == "TRANSACTION"}
 		for w := lx.Word(); info.begin && w != ""; w = lx.Word() {
-			info.snapshot = info.snapshot || w == "CONSISTENT"
+			if w == "CONSISTENT" {
+				info.special = specialSnapshot
+			}
 		}
 		return info
 	case "COMMIT":
 		return stmtInfo{commit: true}
 	case "DROP":
-		return stmtInfo{drop: true, ddl: true}
+		return stmtInfo{special: specialDrop}
 	case "ALTER":
 		switch lx.Word() {
 		case "USER":
-			return stmtInfo{ddl: true, answer: answerAlterUser}
+			return stmtInfo{special: specialDDL, answer: answerAlterUser}
 		case "INSTANCE":
 			return stmtInfo{nonPrimaryOK: true, answer: answerReloadTLS}
 		}
-		return stmtInfo{ddl: true}
+		return stmtInfo{special: specialDDL}
 	case "CREATE":
-		info := stmtInfo{ddl: true}
+		info := stmtInfo{special: specialDDL}
 		if lx.Word() == "TABLE" {
 			info.answer = answerLogTable
 		}
 		return info
 	case "RENAME", "TRUNCATE":
-		return stmtInfo{ddl: true}
+		return stmtInfo{special: specialDDL}
 	case "":
 		return stmtInfo{nonPrimaryOK: true, empty: isEmptyQuery(q)}
 	}
@@ -491,13 +493,6 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	}
 	if s != nil {
 		defer s.recursion.endStatement()
-		if info.execute {
-			done, err := s.recursion.beginExecute(executeName(query))
-			if err != nil {
-				return err
-			}
-			defer done()
-		}
 	}
 	began, err := h.before(ctx, s, info)
 	if err != nil {
@@ -519,24 +514,15 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 			defer keepConditions(s)()
 		}
 	}
-	if s != nil && info.set { // it may change the AUTO_INCREMENT variables and wait_timeout
-		defer func() {
-			h.idleTimeoutChanged(c, s)
-			s.autoIncStride = 0
-			if info.setGlobal {
-				autoIncrementGlobal.Store(0)
-			}
-		}()
-	}
-	if info.setGlobal {
-		defer func() {
-			if killClients.CompareAndSwap(true, false) {
-				h.closeClients() // wsrep_reject_queries = ALL_KILL
-			}
-		}()
-	}
-	if s != nil && info.ddl {
-		s.prepared = nil // a temporary table may now hide a table a statement named
+	sp := info.special
+	if sp != nil && sp.start != nil {
+		end, err := sp.start(h, c, s, query)
+		if err != nil {
+			return err
+		}
+		if end != nil {
+			defer end()
+		}
 	}
 	if s != nil && info.kind == kindRead {
 		var cancel context.CancelFunc
@@ -548,8 +534,8 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 	for {
 		called := false
 		err = exec(ctx, info, &called)
-		if err == nil && info.snapshot {
-			err = takeSnapshot(ctx, s, &began)
+		if err == nil && sp != nil && sp.succeeded != nil {
+			err = sp.succeeded(ctx, s, &began)
 		}
 		if err == nil {
 			return nil
@@ -570,8 +556,8 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 			continue
 		}
 		se := h.recoveredPanic(ToSQLError(err))
-		if info.drop && se.Number() == mysql.ERNoSuchTable {
-			se = mysql.NewSQLError(mysql.ERBadTable, "42S02", "%s", se.Message)
+		if sp != nil && sp.failed != nil {
+			se = sp.failed(se)
 		}
 		if se.Number() == erTableAccessDenied {
 			se = deniedDetail(query, se)
@@ -723,26 +709,14 @@ func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 		return callback(&sqltypes.Result{}, false)
 	}
 	return h.run(ctx, c, query, func(ctx context.Context, info stmtInfo, called *bool) error {
-		if info.showGrants {
-			defer h.ownGrants(ctx, h.session(c), query)()
-		}
-		if info.processList {
-			query = h.ownProcessList(ctx, h.session(c), query)
-		}
+		query, after := h.attempt(ctx, c, info, query)
+		defer after()
 		track := h.tracker(c)
 		fc, handled, err := h.answer(ctx, c, query, info, called, track, callback)
 		if handled {
 			return err
 		}
-		return h.inner.ComQuery(ctx, c, query, func(r *sqltypes.Result, more bool) error {
-			*called = true
-			fc.learnFrom(r)
-			track(r)
-			if info.ddl {
-				dropFalseDuplicateIndexWarnings(h.session(c))
-			}
-			return callback(r, more)
-		})
+		return h.inner.ComQuery(ctx, c, query, h.spool(c, info, fc, track, called, callback))
 	})
 }
 
@@ -805,32 +779,58 @@ func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 	}
 	var rest string
 	err := h.run(ctx, c, query, func(ctx context.Context, info stmtInfo, called *bool) error {
-		if info.showGrants {
-			defer h.ownGrants(ctx, h.session(c), query)()
-		}
-		if first, rest, err := sqlparser.SplitStatement(query); info.processList && err == nil {
-			if q := h.ownProcessList(ctx, h.session(c), first); q != first {
-				query = q + ";" + rest
-			}
-		}
+		query, after := h.attempt(ctx, c, info, query)
+		defer after()
 		track := h.tracker(c)
 		fc, handled, err := h.answer(ctx, c, query, info, called, track, callback)
 		if handled {
 			rest = ""
 			return err
 		}
-		rest, err = h.inner.ComMultiQuery(ctx, c, query, func(r *sqltypes.Result, more bool) error {
-			*called = true
-			fc.learnFrom(r)
-			track(r)
-			if info.ddl {
-				dropFalseDuplicateIndexWarnings(h.session(c))
-			}
-			return callback(r, more)
-		})
+		rest, err = h.inner.ComMultiQuery(ctx, c, query, h.spool(c, info, fc, track, called, callback))
 		return err
 	})
 	return rest, err
+}
+
+// attempt prepares one of go-mysql-server's attempts at query: the text
+// its special gives the first statement (special.attempt), and what runs
+// after the attempt.
+func (h *Handler) attempt(ctx context.Context, c *mysql.Conn, info stmtInfo, query string) (string, func()) {
+	sp := info.special
+	if sp == nil || sp.attempt == nil {
+		return query, func() {}
+	}
+	first, rest, err := sqlparser.SplitStatement(query)
+	if err != nil {
+		return query, func() {}
+	}
+	q, after := sp.attempt(h, ctx, h.session(c), first)
+	if q != first {
+		query = q
+		if rest != "" {
+			query += ";" + rest
+		}
+	}
+	if after == nil {
+		after = func() {}
+	}
+	return query, after
+}
+
+// spool is the callback of go-mysql-server's results for a statement the
+// handler did not answer itself: the fast path learns from them, the OK
+// packet gets its GTID (track), and the special sees each (special.result).
+func (h *Handler) spool(c *mysql.Conn, info stmtInfo, fc *fastCall, track func(*sqltypes.Result), called *bool, callback mysql.ResultSpoolFn) mysql.ResultSpoolFn {
+	return func(r *sqltypes.Result, more bool) error {
+		*called = true
+		fc.learnFrom(r)
+		track(r)
+		if sp := info.special; sp != nil && sp.result != nil {
+			sp.result(h.session(c))
+		}
+		return callback(r, more)
+	}
 }
 
 // answer runs the text statements the handler answers itself (those

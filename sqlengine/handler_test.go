@@ -28,9 +28,10 @@ import (
 // answered, and the answer. It checks in seconds what the system tests
 // check with processes. Run with -rewrite to update the expected answers.
 //
-//	run [conn=name]   runs the statements of the input, one per line (a
-//	                  line ending in \ goes on), on connection name
-//	                  (default "a"; each connection is its own session)
+//	run [conn=name] [user=u]   runs the statements of the input, one per
+//	                  line (a line ending in \ goes on), on connection name
+//	                  (default "a"; each connection is its own session,
+//	                  logged in as u, default root, at its first use)
 func TestHandler(t *testing.T) {
 	h := startTestServer(t)
 	conns := map[string]*mysql.Conn{}
@@ -49,16 +50,21 @@ func TestHandler(t *testing.T) {
 		}
 		c := conns[name]
 		if c == nil {
+			user := "root"
+			if d.HasArg("user") {
+				d.ScanArgs(t, "user", &user)
+			}
 			var err error
-			c, err = mysql.Connect(context.Background(), &mysql.ConnParams{Host: "127.0.0.1", Port: h.port, Uname: "root"})
+			c, err = mysql.Connect(context.Background(), &mysql.ConnParams{Host: "127.0.0.1", Port: h.port, Uname: user})
 			if err != nil {
 				t.Fatalf("connect: %v", err)
 			}
 			conns[name] = c
 		}
 		var out strings.Builder
-		for _, q := range statements(d.Input) {
-			if len(statements(d.Input)) > 1 {
+		qs := statements(d.Input)
+		for _, q := range qs {
+			if len(qs) > 1 {
 				fmt.Fprintf(&out, "> %s\n", q)
 			}
 			out.WriteString(h.run(c, q))

@@ -52,14 +52,15 @@ func describe(info stmtInfo) string {
 		name string
 		on   bool
 	}{
-		{"locking", info.locking}, {"non-primary-ok", info.nonPrimaryOK}, {"commit", info.commit}, {"drop", info.drop},
-		{"empty", info.empty}, {"ddl", info.ddl}, {"begin", info.begin}, {"snapshot", info.snapshot},
-		{"implicit-commit", info.implicitCommit}, {"set", info.set}, {"set-global", info.setGlobal},
-		{"show-grants", info.showGrants}, {"process-list", info.processList}, {"execute", info.execute},
+		{"locking", info.locking}, {"non-primary-ok", info.nonPrimaryOK}, {"commit", info.commit},
+		{"empty", info.empty}, {"begin", info.begin}, {"implicit-commit", info.implicitCommit},
 	} {
 		if f.on {
 			out = append(out, f.name)
 		}
+	}
+	if info.special != nil {
+		out = append(out, "special="+info.special.name)
 	}
 	if info.answer != nil {
 		out = append(out, "answer="+answerNames[reflect.ValueOf(info.answer).Pointer()])
