@@ -182,7 +182,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		sess := &Session{BaseSession: base, p: cfg.Provider}
+		sess := &Session{BaseSession: base, p: cfg.Provider, clientHost: clientHostOf(conn.RemoteAddr())}
 		if h != nil {
 			h.addSession(conn.ConnectionID, sess)
 			// the handler finds it there on every statement, without a lock

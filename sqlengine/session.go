@@ -43,6 +43,9 @@ type Session struct {
 
 	// recursion bounds what the running statement recurses through
 	recursion recursion
+	// clientHost is the host the client connected from, as USER() names
+	// it (clientuser.go)
+	clientHost string
 	// lastSeqno is the seqno of the session's last committed write-set
 	// (WSREP_LAST_WRITTEN_GTID).
 	lastSeqno uint64
