@@ -64,3 +64,19 @@ func clientHostOf(addr net.Addr) string {
 	}
 	return host
 }
+
+// clientAddress is connection id's client as SHOW PROCESSLIST names it:
+// its host as USER() names it, and its port; "" for an unknown connection.
+func (h *Handler) clientAddress(id uint32) string {
+	h.mu.Lock()
+	c := h.conns[id]
+	h.mu.Unlock()
+	if c == nil {
+		return ""
+	}
+	addr := c.RemoteAddr()
+	if _, port, err := net.SplitHostPort(addr.String()); err == nil {
+		return clientHostOf(addr) + ":" + port
+	}
+	return clientHostOf(addr)
+}

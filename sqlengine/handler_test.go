@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -179,8 +180,11 @@ func (h *testServer) run(c *mysql.Conn, q string) string {
 		return out.String()
 	}
 	writeResult(&out, res)
-	return out.String()
+	return clientPort.ReplaceAllString(out.String(), "$1:<port>")
 }
+
+// clientPort is a test client's address, whose port changes every run.
+var clientPort = regexp.MustCompile(`(localhost|127\.0\.0\.1):[0-9]+`)
 
 // writeResult writes a result set as a header of column names and a line
 // per row (NULL as NULL), or the rows a statement affected.

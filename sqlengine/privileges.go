@@ -1,7 +1,9 @@
 package sqlengine
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -239,14 +241,16 @@ func (h *Handler) ownProcessList(ctx context.Context, s *Session, query string) 
 }
 
 // ownProcessesContext is go-mysql-server's context factory with each
-// session's process list narrowed as MySQL narrows it: a user without the
-// PROCESS privilege sees only its own connections and their statements in
-// information_schema.PROCESSLIST, not other users' SQL text.
-func ownProcessesContext(users *mysql_db.MySQLDb) sql.ContextFactory {
+// session's process list as MySQL shows it: a user without the PROCESS
+// privilege sees only its own connections and their statements in
+// information_schema.PROCESSLIST, not other users' SQL text, and each
+// connection's Host is its client's host:port (clientAddress; see
+// ownProcesses), not its account's host pattern.
+func ownProcessesContext(users *mysql_db.MySQLDb, clientAddress func(id uint32) string) sql.ContextFactory {
 	return func(ctx context.Context, opts ...sql.ContextOption) *sql.Context {
 		c := sql.NewContext(ctx, opts...)
 		if c.Session != nil && c.ProcessList != nil {
-			c.ProcessList = ownProcesses{ProcessList: c.ProcessList, users: users, session: c.Session}
+			c.ProcessList = ownProcesses{ProcessList: c.ProcessList, users: users, session: c.Session, clientAddress: clientAddress}
 		}
 		return c
 	}
@@ -255,13 +259,20 @@ func ownProcessesContext(users *mysql_db.MySQLDb) sql.ContextFactory {
 // ownProcesses is a process list as one session's user may read it.
 type ownProcesses struct {
 	sql.ProcessList
-	users   *mysql_db.MySQLDb
-	session sql.Session
+	users         *mysql_db.MySQLDb
+	session       sql.Session
+	clientAddress func(id uint32) string
 }
 
 // Processes implements sql.ProcessList.
 func (p ownProcesses) Processes() []sql.Process {
-	all := p.ProcessList.Processes()
+	all := p.ProcessList.Processes() // (copies, in no order)
+	slices.SortFunc(all, func(a, b sql.Process) int { return cmp.Compare(a.Connection, b.Connection) })
+	for i := range all {
+		if a := p.clientAddress(all[i].Connection); a != "" {
+			all[i].Host = a
+		}
+	}
 	ctx := sql.NewContext(context.Background(), sql.WithSession(p.session))
 	if p.users.UserHasPrivileges(ctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{}, sql.PrivilegeType_Process)) {
 		return all

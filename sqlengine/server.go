@@ -201,7 +201,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 
 		ProtocolListenerFactory: loginViewListener(s.loginView),
 	}
-	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
+	clientAddress := func(id uint32) string {
+		if h == nil {
+			return ""
+		}
+		return h.clientAddress(id)
+	}
+	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db, clientAddress), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
 		h = NewHandler(inner, cfg.Cluster, cfg.Logger)
 		h.beforeStatement = s.refreshPrivileges
 		h.fast = newFastPath()
