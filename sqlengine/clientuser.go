@@ -65,18 +65,23 @@ func clientHostOf(addr net.Addr) string {
 	return host
 }
 
-// clientAddress is connection id's client as SHOW PROCESSLIST names it:
-// its host as USER() names it, and its port; "" for an unknown connection.
-func (h *Handler) clientAddress(id uint32) string {
+// describeProcess gives process p of the process list what MySQL shows
+// and go-mysql-server does not keep: its client's host and port (its
+// host as USER() names it), not its account's host pattern, and its
+// session's current database, not the one it connected with.
+func (h *Handler) describeProcess(p *sql.Process) {
 	h.mu.Lock()
-	c := h.conns[id]
+	c, s := h.conns[p.Connection], h.sessions[p.Connection]
 	h.mu.Unlock()
+	if s != nil {
+		p.Database = s.currentDatabase()
+	}
 	if c == nil {
-		return ""
+		return
 	}
 	addr := c.RemoteAddr()
+	p.Host = clientHostOf(addr)
 	if _, port, err := net.SplitHostPort(addr.String()); err == nil {
-		return clientHostOf(addr) + ":" + port
+		p.Host += ":" + port
 	}
-	return clientHostOf(addr)
 }

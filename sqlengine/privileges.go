@@ -244,13 +244,12 @@ func (h *Handler) ownProcessList(ctx context.Context, s *Session, query string) 
 // session's process list as MySQL shows it: a user without the PROCESS
 // privilege sees only its own connections and their statements in
 // information_schema.PROCESSLIST, not other users' SQL text, and each
-// connection's Host is its client's host:port (clientAddress; see
-// ownProcesses), not its account's host pattern.
-func ownProcessesContext(users *mysql_db.MySQLDb, clientAddress func(id uint32) string) sql.ContextFactory {
+// process is described as MySQL does (describe, Handler.describeProcess).
+func ownProcessesContext(users *mysql_db.MySQLDb, describe func(*sql.Process)) sql.ContextFactory {
 	return func(ctx context.Context, opts ...sql.ContextOption) *sql.Context {
 		c := sql.NewContext(ctx, opts...)
 		if c.Session != nil && c.ProcessList != nil {
-			c.ProcessList = ownProcesses{ProcessList: c.ProcessList, users: users, session: c.Session, clientAddress: clientAddress}
+			c.ProcessList = ownProcesses{ProcessList: c.ProcessList, users: users, session: c.Session, describe: describe}
 		}
 		return c
 	}
@@ -259,9 +258,9 @@ func ownProcessesContext(users *mysql_db.MySQLDb, clientAddress func(id uint32) 
 // ownProcesses is a process list as one session's user may read it.
 type ownProcesses struct {
 	sql.ProcessList
-	users         *mysql_db.MySQLDb
-	session       sql.Session
-	clientAddress func(id uint32) string
+	users    *mysql_db.MySQLDb
+	session  sql.Session
+	describe func(*sql.Process)
 }
 
 // Processes implements sql.ProcessList.
@@ -269,9 +268,7 @@ func (p ownProcesses) Processes() []sql.Process {
 	all := p.ProcessList.Processes() // (copies, in no order)
 	slices.SortFunc(all, func(a, b sql.Process) int { return cmp.Compare(a.Connection, b.Connection) })
 	for i := range all {
-		if a := p.clientAddress(all[i].Connection); a != "" {
-			all[i].Host = a
-		}
+		p.describe(&all[i])
 	}
 	ctx := sql.NewContext(context.Background(), sql.WithSession(p.session))
 	if p.users.UserHasPrivileges(ctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{}, sql.PrivilegeType_Process)) {

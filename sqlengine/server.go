@@ -201,13 +201,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 
 		ProtocolListenerFactory: loginViewListener(s.loginView),
 	}
-	clientAddress := func(id uint32) string {
-		if h == nil {
-			return ""
+	describe := func(p *sql.Process) {
+		if h != nil {
+			h.describeProcess(p)
 		}
-		return h.clientAddress(id)
 	}
-	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db, clientAddress), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
+	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db, describe), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
 		h = NewHandler(inner, cfg.Cluster, cfg.Logger)
 		h.beforeStatement = s.refreshPrivileges
 		h.fast = newFastPath()

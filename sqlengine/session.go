@@ -46,6 +46,9 @@ type Session struct {
 	// clientHost is the host the client connected from, as USER() names
 	// it (clientuser.go)
 	clientHost string
+	// database is the current database, for other sessions' process
+	// lists (the base session's is the session goroutine's own)
+	database atomic.Pointer[string]
 	// lastSeqno is the seqno of the session's last committed write-set
 	// (WSREP_LAST_WRITTEN_GTID).
 	lastSeqno uint64
@@ -113,6 +116,21 @@ func NewSession(p *Provider, base *sql.BaseSession) *Session {
 
 // LastCommittedSeqno is the seqno of the session's last write-set.
 func (s *Session) LastCommittedSeqno() uint64 { return s.lastSeqno }
+
+// SetCurrentDatabase implements sql.Session.
+func (s *Session) SetCurrentDatabase(db string) {
+	s.BaseSession.SetCurrentDatabase(db)
+	s.database.Store(&db)
+}
+
+// currentDatabase is the session's current database, read from any
+// goroutine.
+func (s *Session) currentDatabase() string {
+	if db := s.database.Load(); db != nil {
+		return *db
+	}
+	return ""
+}
 
 // GetSessionVariable implements sql.Session. A global-only variable has no
 // session value: @@name reads the global one, as in MySQL. (The base
