@@ -245,7 +245,7 @@ func ToSQLError(err error) *mysql.SQLError {
 	case errors.Is(err, storage.ErrApplyRejected):
 		var dup *storage.DuplicateKeyError
 		if errors.As(err, &dup) {
-			return mysql.NewSQLError(mysql.ERDupEntry, "23000", "Duplicate entry for key '%s'", dup.Index)
+			return mysql.NewSQLError(mysql.ERDupEntry, "23000", "%s", dup.Error())
 		}
 		return mysql.NewSQLError(mysql.ERUnknownError, "HY000", "%s", strings.TrimPrefix(err.Error(), "storage: "))
 	case errors.Is(err, writeset.ErrCorrupt):

@@ -243,7 +243,7 @@ func (a *applier) buildIndex(c *Catalog, tableID uint64, indexID uint32) error {
 				}
 			}
 			if dup {
-				return fmt.Errorf("%w: %w", ErrApplyRejected, &DuplicateKeyError{Table: t.Name, Index: ii.Def.Name, Row: row})
+				return fmt.Errorf("%w: %w", ErrApplyRejected, &DuplicateKeyError{Table: t.Name, Index: ii.Def.Name, Key: ti.KeyString(ii.Ords, row), Row: row})
 			}
 		}
 		if err := a.set(ii.EntryKey(vals, pk), pk, nil, false); err != nil {
@@ -270,15 +270,17 @@ func (a *applier) hasEntry(ii *IndexInfo, vals, pk []byte) (bool, error) {
 	return false, it.Error()
 }
 
-// DuplicateKeyError reports a unique key violation found while applying.
+// DuplicateKeyError reports a unique key violation found while applying:
+// Key is the duplicate value (TableInfo.KeyString) of Row.
 type DuplicateKeyError struct {
 	Table string
 	Index string
+	Key   string
 	Row   sql.Row
 }
 
 func (e *DuplicateKeyError) Error() string {
-	return fmt.Sprintf("duplicate entry for key '%s.%s'", e.Table, e.Index)
+	return fmt.Sprintf("Duplicate entry '%s' for key '%s.%s'", e.Key, e.Table, e.Index)
 }
 
 func (a *applier) rowOp(op *writeset.Op) error {

@@ -395,3 +395,26 @@ func marshalJSON(v any) []byte {
 	}
 	return b
 }
+
+// KeyString is the value of the columns ords of row as MySQL's duplicate
+// key message shows it: each as the client sees it ('2024-01-05', not a
+// Go time), joined by "-".
+func (ti *TableInfo) KeyString(ords []int, row sql.Row) string {
+	var b strings.Builder
+	ctx := sql.NewEmptyContext()
+	for i, o := range ords {
+		if i > 0 {
+			b.WriteByte('-')
+		}
+		if o < len(ti.Types) && o < len(row) {
+			if v, err := ti.Types[o].SQL(ctx, nil, row[o]); err == nil {
+				b.WriteString(v.ToString())
+				continue
+			}
+		}
+		if o < len(row) {
+			fmt.Fprint(&b, row[o])
+		}
+	}
+	return b.String()
+}

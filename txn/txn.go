@@ -438,7 +438,7 @@ func (t *Txn) Insert(ctx context.Context, ti *storage.TableInfo, row sql.Row) er
 		return err
 	}
 	if found {
-		return &DuplicateKeyError{Table: ti.Def.Name, Index: "PRIMARY", IsPK: true, Existing: existing, Key: keyString(ti, ti.PKOrds, row)}
+		return &DuplicateKeyError{Table: ti.Def.Name, Index: "PRIMARY", IsPK: true, Existing: existing, Key: ti.KeyString(ti.PKOrds, row)}
 	}
 	upos, err := t.checkUniqueAll(ctx, ti, pk, row, nil)
 	if err != nil {
@@ -628,7 +628,7 @@ func (t *Txn) checkUniqueIndex(ctx context.Context, ti *storage.TableInfo, ii *s
 		if ev, _, err := ii.IndexValues(existing); err != nil || string(ev) != string(vals) {
 			return err
 		}
-		return &DuplicateKeyError{Table: ti.Def.Name, Index: ii.Def.Name, Existing: existing, Key: keyString(ti, ii.Ords, new)}
+		return &DuplicateKeyError{Table: ti.Def.Name, Index: ii.Def.Name, Existing: existing, Key: ti.KeyString(ii.Ords, new)}
 	}
 	b := t.buf(ti, false)
 	if b != nil {
@@ -1162,23 +1162,4 @@ type DuplicateKeyError struct {
 
 func (e *DuplicateKeyError) Error() string {
 	return fmt.Sprintf("Duplicate entry '%s' for key '%s.%s'", e.Key, e.Table, e.Index)
-}
-
-func keyString(ti *storage.TableInfo, ords []int, row sql.Row) string {
-	s := ""
-	ctx := sql.NewEmptyContext()
-	for i, o := range ords {
-		if i > 0 {
-			s += "-"
-		}
-		// as the client sees the value ('2024-01-05', not a Go time)
-		if o < len(ti.Types) {
-			if v, err := ti.Types[o].SQL(ctx, nil, row[o]); err == nil {
-				s += v.ToString()
-				continue
-			}
-		}
-		s += fmt.Sprint(row[o])
-	}
-	return s
 }

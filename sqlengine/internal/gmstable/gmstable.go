@@ -6,7 +6,6 @@ package gmstable
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 
@@ -76,7 +75,7 @@ func DupErr(err error) error {
 	}
 	var sd *storage.DuplicateKeyError
 	if errors.As(err, &sd) {
-		return sql.NewUniqueKeyErr(fmt.Sprintf("Duplicate entry for key '%s.%s'", sd.Table, sd.Index), false, sd.Row)
+		return sql.NewUniqueKeyErr(sd.Error(), false, sd.Row)
 	}
 	return err
 }
