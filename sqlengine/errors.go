@@ -158,6 +158,8 @@ var kindCodes = buildKindCodes([]struct {
 	{sql.ErrDatabaseAccessDeniedForUser, mysql.ERDBAccessDenied, "42000"},
 	{analyzererrors.ErrValidationGroupBy, mysql.ERWrongFieldWithGroup, "42000"},
 	{sql.ErrCheckConstraintViolated, erCheckConstraintViolated, "HY000"},
+	{sql.ErrShowGrantsUserDoesNotExist, erNonexistingGrant, "42000"},
+	{sql.ErrRevokeUserDoesNotExist, erNonexistingGrant, "42000"},
 	// values a column of a type cannot take (found by bench/difftest)
 	{types.ErrConvertingToTime, mysql.ERTruncatedWrongValue, "22007"},
 	{types.ErrConvertingToTimeOutOfRange, mysql.ERTruncatedWrongValue, "22007"},
@@ -174,6 +176,10 @@ const erCheckConstraintViolated = 3819
 // erTableAccessDenied is MySQL's ER_TABLEACCESS_DENIED_ERROR ("SELECT
 // command denied to user ... for table ..."), which vitess does not name.
 const erTableAccessDenied = 1142
+
+// erNonexistingGrant is MySQL's ER_NONEXISTING_GRANT ("There is no such
+// grant defined for user ..."), which vitess does not name.
+const erNonexistingGrant = 1141
 
 // erCannotUser is MySQL's ER_CANNOT_USER ("Operation ... failed for
 // account"), which vitess does not name.

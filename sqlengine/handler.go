@@ -741,6 +741,7 @@ var textRewrites = []textRewrite{
 	{"flushModifier", flushModifier, true},           // flush.go: FLUSH LOCAL | NO_WRITE_TO_BINLOG
 	{"createSelectParens", createSelectParens, true}, // createselect.go: CREATE TABLE t (SELECT ...)
 	{"requireAnd", requireAnd, true},                 // require.go: REQUIRE SUBJECT '...' ISSUER '...'
+	{"synonyms", synonyms, true},                     // synonyms.go: LOCK TABLE, ALTER SCHEMA, IS UNKNOWN, ENGINE = 'InnoDB'
 }
 
 // rewriteText turns a text statement into one go-mysql-server parses as
