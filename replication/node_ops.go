@@ -44,7 +44,15 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (writeset.O
 	case res := <-w:
 		return res.out, res.err
 	case <-ctx.Done():
-		n.abandon(ws.ID)
+		if !n.abandon(ws.ID) {
+			// the outcome came first: the caller gets it, not an unknown
+			// (it is sent just after it was taken from the proposals)
+			select {
+			case res := <-w:
+				return res.out, res.err
+			default:
+			}
+		}
 		return writeset.Outcome{}, ctx.Err()
 	case <-n.stopc:
 		return writeset.Outcome{}, ErrStopped
@@ -56,15 +64,16 @@ func (n *Node) electionTimeout() time.Duration {
 }
 
 // abandon stops waiting for a write-set whose outcome is unknown
-// (Proposals.Abandon).
-func (n *Node) abandon(id writeset.ID) {
+// (Proposals.Abandon); false when it was not waiting any more.
+func (n *Node) abandon(id writeset.ID) bool {
 	n.mu.Lock()
-	n.props.Abandon(id)
+	_, waiting := n.props.Abandon(id)
 	rotated := n.publishOrigin()
 	n.mu.Unlock()
 	if rotated {
 		n.saveOrigin()
 	}
+	return waiting
 }
 
 // tickChecks proposes again the write-sets whose proposal was lost, and
