@@ -17,7 +17,8 @@ import (
 // string whose day is past the end of its month, as MySQL does; any other
 // value is go-mysql-server's conversion (which refuses a month past 12
 // itself). CAST('2024-01-31 10:11:12' AS TIME) was NULL too: a string
-// holding a date and time is cast to its time of day.
+// holding a date and time is cast to its time of day. Blanks around a
+// string are skipped, as MySQL skips them.
 
 // checkedDateCast is a CAST or CONVERT to DATE, DATETIME or TIME.
 type checkedDateCast struct{ *expression.Convert }
@@ -50,11 +51,14 @@ func (c checkedDateCast) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 		return nil, err
 	}
 	var s string
-	switch v := v.(type) {
+	switch x := v.(type) {
 	case string:
-		s = v
+		// MySQL reads a temporal value past blanks around it
+		// (CAST('01:02:03 ' AS TIME) is 01:02:03, not NULL)
+		s = strings.TrimSpace(x)
+		v = s
 	case []byte:
-		s = string(v)
+		s = string(x)
 	default:
 		return c.Convert.Eval(ctx, row)
 	}
