@@ -39,7 +39,8 @@ var errReplacing = errors.New("replication: the member this node replaces is sti
 // refused (ErrDuplicateName).
 func (n *Node) AddMember(ctx context.Context, m Member) ([]Member, error) {
 	for {
-		cc, replaced, done, err := JoinChange(n.core.Members(), n.core.Status().View, m)
+		st := n.core.Status()
+		cc, replaced, done, err := JoinChange(st.Members, st.View, m)
 		switch {
 		case err != nil:
 			return nil, err

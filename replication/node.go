@@ -725,13 +725,9 @@ func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 			(*f)(ws, out.Seqno)
 		}
 	}
-	n.mu.Lock()
-	settled, ok := n.props.Outcome(ws.ID, out)
-	rotated := n.publishOrigin()
-	n.mu.Unlock()
-	if rotated {
-		n.saveOrigin()
-	}
+	var settled Settled[waiter]
+	var ok bool
+	n.withProposals(func(p *Proposals[waiter]) { settled, ok = p.Outcome(ws.ID, out) })
 	if !ok {
 		return
 	}
@@ -749,13 +745,8 @@ func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 // transfer covered: their outcome is in the transferred certification
 // records. The others keep waiting (they may still be ordered).
 func (n *Node) onTransferred() {
-	n.mu.Lock()
-	done := n.props.Transferred(n.core.Decided)
-	rotated := n.publishOrigin()
-	n.mu.Unlock()
-	if rotated {
-		n.saveOrigin()
-	}
+	var done []Settled[waiter]
+	n.withProposals(func(p *Proposals[waiter]) { done = p.Transferred(n.core.Decided) })
 	for _, d := range done {
 		n.settle(d)
 	}

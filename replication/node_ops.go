@@ -66,13 +66,8 @@ func (n *Node) electionTimeout() time.Duration {
 // abandon stops waiting for a write-set whose outcome is unknown
 // (Proposals.Abandon); false when it was not waiting any more.
 func (n *Node) abandon(id writeset.ID) bool {
-	n.mu.Lock()
-	_, waiting := n.props.Abandon(id)
-	rotated := n.publishOrigin()
-	n.mu.Unlock()
-	if rotated {
-		n.saveOrigin()
-	}
+	var waiting bool
+	n.withProposals(func(p *Proposals[waiter]) { _, waiting = p.Abandon(id) })
 	return waiting
 }
 
@@ -80,13 +75,10 @@ func (n *Node) abandon(id writeset.ID) bool {
 // gives up on those too old to propose again and on all of them after an
 // election timeout outside a primary component (Proposals.Tick).
 func (n *Node) tickChecks() {
-	n.mu.Lock()
-	due := n.props.Tick(time.Now(), n.electionTimeout(), n.core.Committed(), n.core.ReproposeHorizon(), n.core.Primary())
-	rotated := n.publishOrigin()
-	n.mu.Unlock()
-	if rotated {
-		n.saveOrigin()
-	}
+	var due Due[waiter]
+	n.withProposals(func(p *Proposals[waiter]) {
+		due = p.Tick(time.Now(), n.electionTimeout(), n.core.Committed(), n.core.ReproposeHorizon(), n.core.Primary())
+	})
 	for _, w := range due.Lost {
 		w <- replicated{err: ErrOutcomeUnknown}
 	}

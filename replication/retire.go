@@ -53,17 +53,21 @@ func randomOrigin() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
-// publishOrigin makes the proposals' origin the node's after a call that
-// may have started a new incarnation (n.mu is held), and reports whether
-// it changed: the caller then records it (saveOrigin) once n.mu is
-// released.
-func (n *Node) publishOrigin() bool {
+// withProposals runs f on the node's proposals under n.mu. When f started
+// a new incarnation, the node publishes it (Origin) and, once n.mu is
+// released, records it (saveOrigin).
+func (n *Node) withProposals(f func(p *Proposals[waiter])) {
+	n.mu.Lock()
+	f(n.props)
 	o := n.props.Origin()
-	if o == n.origin.Load() {
-		return false
+	rotated := o != n.origin.Load()
+	if rotated {
+		n.origin.Store(o)
 	}
-	n.origin.Store(o)
-	return true
+	n.mu.Unlock()
+	if rotated {
+		n.saveOrigin()
+	}
 }
 
 // saveOrigin records the node's current origin in the data dir, so the

@@ -166,6 +166,16 @@ func (o *Orphans) Check(now time.Time, open bool, inactive []uint64) []uint64 {
 	return orphans
 }
 
+// Look is Check with what core, the leader's, knows at now (raft loop).
+func (o *Orphans) Look(now time.Time, core *Core) []uint64 {
+	var inactive []uint64
+	open := core.eng.OpenStreams() > 0
+	if open {
+		inactive = core.InactiveMembers()
+	}
+	return o.Check(now, open, inactive)
+}
+
 // checkOrphanStreams runs on the raft loop about once a second: on the
 // leader, the streaming transactions of a member out of reach for
 // orphanTimeout are rolled back (Orphans).
@@ -174,12 +184,7 @@ func (n *Node) checkOrphanStreams() {
 		return
 	}
 	n.orphanChecked = time.Now()
-	var inactive []uint64
-	open := n.eng.OpenStreams() > 0
-	if open {
-		inactive = n.core.InactiveMembers()
-	}
-	orphans := n.orphans.Check(n.orphanChecked, open, inactive)
+	orphans := n.orphans.Look(n.orphanChecked, n.core)
 	if len(orphans) == 0 || n.rollingBack.Load() {
 		return
 	}

@@ -1058,11 +1058,12 @@ func (n *node) join() {
 		if x == n || !x.up || x.joining || x.pausedUntil > w.tick || w.net.cut[[2]uint64{n.id, x.id}] || !x.core.Primary() {
 			continue
 		}
-		cc, replaced, done, err := replication.JoinChange(x.core.Members(), x.core.Status().View, n.member)
+		st := x.core.Status()
+		cc, replaced, done, err := replication.JoinChange(st.Members, st.View, n.member)
 		switch {
 		case err != nil:
 			w.event("n%d asks n%d to join: %v", n.id, x.id, err)
-		case done && slices.Contains(x.core.Status().Voters, n.id):
+		case done && slices.Contains(st.Voters, n.id):
 			// (another disk lost before the promotion could leave a
 			// single voter, which no quorum ever outvotes again)
 			n.joining = false

@@ -200,12 +200,7 @@ const (
 // of the members out of its reach for orphanTicks, and waits for the
 // rollbacks before it looks again, as replication.Node does.
 func (n *node) checkOrphanStreams() {
-	open := n.eng.OpenStreams() > 0
-	var inactive []uint64
-	if open {
-		inactive = n.core.InactiveMembers()
-	}
-	orphans := n.orphans.Check(n.w.now(), open, inactive)
+	orphans := n.orphans.Look(n.w.now(), n.core)
 	if len(orphans) == 0 || n.rollingBack > 0 || n.w.quiet {
 		return
 	}
