@@ -3,6 +3,8 @@ package sqlengine
 import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+
+	"github.com/certusdb/certus/sqlengine/internal/mysqlexpr"
 )
 
 // betweenAsRange is the analyzer's walker of filters when it chooses an
@@ -15,8 +17,8 @@ import (
 type betweenAsRange struct{}
 
 // Next implements sql.ExpressionTreeFilter. It also shows an integer
-// compared with a date as the date it stands for (numericdate.go), and a
-// date past its month's end as MySQL compares it (monthend.go), so the
+// compared with a date as the date it stands for (mysqlexpr.NumericDates), and a
+// date past its month's end as MySQL compares it (mysqlexpr.ComparesPastMonthEnd), so the
 // index ranges hold the rows the filter keeps.
 func (betweenAsRange) Next(e sql.Expression) sql.Expression {
 	if b, ok := e.(*expression.Between); ok {
@@ -24,8 +26,8 @@ func (betweenAsRange) Next(e sql.Expression) sql.Expression {
 			expression.NewGreaterThanOrEqual(b.Val, b.Lower),
 			expression.NewLessThanOrEqual(b.Val, b.Upper))
 	}
-	if comparesIntLiteral(e) || comparesPastMonthEnd(e) {
-		if d, same, err := numericDates(sql.NewEmptyContext(), e); err == nil && !same {
+	if mysqlexpr.ComparesIntLiteral(e) || mysqlexpr.ComparesPastMonthEnd(e) {
+		if d, same, err := mysqlexpr.NumericDates(sql.NewEmptyContext(), e); err == nil && !same {
 			return d
 		}
 	}

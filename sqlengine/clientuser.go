@@ -6,6 +6,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
+
+	"github.com/certusdb/certus/sqlengine/internal/mysqlexpr"
 )
 
 // USER() (and its synonyms SESSION_USER() and SYSTEM_USER()) names the
@@ -21,7 +23,7 @@ func init() {
 		}
 		return e, err
 	}
-	wrapBuiltIns(function.BuiltIns, map[string]builtInWrap{"user": wrap})
+	mysqlexpr.WrapBuiltIns(function.BuiltIns, map[string]mysqlexpr.BuiltInWrap{"user": wrap})
 	for _, name := range []string{"session_user", "system_user"} { // not in go-mysql-server
 		function.BuiltIns = append(function.BuiltIns, sql.NewFunction0(name, func(*sql.Context) sql.Expression {
 			return clientUser{function.User{NoArgFunc: function.NoArgFunc{Name: name, SQLType: types.LongText}}}

@@ -13,6 +13,8 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // The diagnostics area, as MySQL keeps it: a statement that fails leaves
@@ -146,7 +148,7 @@ func ignoredErrorText(s *Session, code int, msg string) string {
 // it plans the statement that reads the variables, while MySQL reports
 // those of the statement before.
 func noteDiagnostics(s *Session, query string) {
-	if !containsFold(query, "warning_count") && !containsFold(query, "error_count") {
+	if !sqllex.ContainsFold(query, "warning_count") && !sqllex.ContainsFold(query, "error_count") {
 		return
 	}
 	var n [2]int64

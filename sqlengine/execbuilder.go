@@ -5,7 +5,8 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/plan"
-	"github.com/dolthub/go-mysql-server/sql/transform"
+
+	"github.com/certusdb/certus/sqlengine/internal/mysqlexpr"
 )
 
 // priorityBuilder is go-mysql-server's exec builder's priority builder:
@@ -13,7 +14,7 @@ import (
 // few nodes whose answers Certus gives as MySQL does
 // (EXPLAIN, SHOW INDEX), corrects go-mysql-server's rows of SHOW COLUMNS
 // and SHOW TABLE STATUS (showcolumns.go), has base build a node whose expressions compare
-// a date with an integer with the integer read as a date (numericdate.go)
+// a date with an integer with the integer read as a date (mysqlexpr.NumericDates)
 // and INSERTs and UPDATEs with the strings they store into numeric
 // columns checked (strictnum.go) and the CHECK constraints that a table
 // with virtual columns hid (virtualchecks.go), raises the note of a CREATE
@@ -52,14 +53,6 @@ func (b *priorityBuilder) baseBuild(ctx *sql.Context, cp sql.Node, row sql.Row) 
 	b.building.Store(cp, true)
 	defer b.building.Delete(cp)
 	return b.base.Build(ctx, cp, row)
-}
-
-// exprRewrites are applied to the expressions of every node built, after
-// numericDates: MySQL's JSON paths (jsonpath.go), TIME values read as
-// strings (timetext.go), integer overflow (intoverflow.go) and casts of
-// impossible dates (datecast.go).
-var exprRewrites = []func(*sql.Context, sql.Expression) (sql.Expression, transform.TreeIdentity, error){
-	mysqlJSONPaths, timeAsText, checkIntArith, checkDateCasts,
 }
 
 // Build implements sql.NodeExecBuilder.
@@ -139,11 +132,11 @@ func (b *priorityBuilder) Build(ctx *sql.Context, n sql.Node, row sql.Row) (sql.
 		exprs := n.Expressions()
 		var out []sql.Expression
 		for i, e := range exprs {
-			d, same, err := numericDates(ctx, e)
+			d, same, err := mysqlexpr.NumericDates(ctx, e)
 			if err != nil {
 				continue
 			}
-			for _, rewrite := range exprRewrites {
+			for _, rewrite := range mysqlexpr.ExprRewrites {
 				if r, rs, err := rewrite(ctx, d); err == nil && !rs {
 					d, same = r, false
 				}

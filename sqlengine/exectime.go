@@ -36,7 +36,7 @@ func executionLimit(ctx context.Context, s *Session, query string) (context.Cont
 // maxExecutionTimeHint reads MAX_EXECUTION_TIME(N) from the optimizer hint
 // comment right after a statement's first SELECT.
 func maxExecutionTimeHint(query string) (int64, bool) {
-	i := indexFold(query, "select")
+	i := sqllex.IndexFold(query, "select")
 	if i < 0 {
 		return 0, false
 	}
@@ -49,7 +49,7 @@ func maxExecutionTimeHint(query string) (int64, bool) {
 		return 0, false
 	}
 	hints := rest[3:end]
-	j := indexFold(hints, "max_execution_time")
+	j := sqllex.IndexFold(hints, "max_execution_time")
 	if j < 0 {
 		return 0, false
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/certusdb/certus/internal/fastsql"
 	"github.com/certusdb/certus/sqlengine/internal/gmstable"
+	"github.com/certusdb/certus/sqlengine/internal/mysqlexpr"
 	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/txn"
@@ -461,7 +462,7 @@ func newFastPlan(st *fastsql.Statement, def *storage.TableDef, cat *storage.Cata
 				return nil, nil
 			}
 		}
-		if !isIntegerType(p.sch[p.keyOrd].Type) {
+		if !sqlvalue.IsIntegerType(p.sch[p.keyOrd].Type) {
 			return nil, nil
 		}
 	}
@@ -497,7 +498,7 @@ func newFastPlan(st *fastsql.Statement, def *storage.TableDef, cat *storage.Cata
 			if o < 0 || o == p.keyOrd {
 				return nil, nil
 			}
-			if s.Self && !isIntegerType(p.sch[o].Type) {
+			if s.Self && !sqlvalue.IsIntegerType(p.sch[o].Type) {
 				return nil, nil
 			}
 			p.sets = append(p.sets, fastSet{ord: o, self: s.Self, sign: s.Sign, arg: s.Arg})
@@ -610,17 +611,13 @@ func (p *fastPlan) planAggregate(st *fastsql.Statement, col func(string) int) (*
 	p.types = []sql.Type{p.agg.Type(nil)}
 	if st.Agg == "SUM" || st.Agg == "AVG" {
 		// as the general path types them: DECIMAL for an exact argument
-		// (exactSums), else DOUBLE as go-mysql-server's planbuilder does
+		// (mysqlexpr.ExactSum), else DOUBLE as go-mysql-server's planbuilder does
 		p.types[0] = types.Float64
-		if a := newExactAgg(nil, p.agg.(aggFunc)); a != nil {
-			p.agg, p.types[0] = a, a.typ
+		if a := mysqlexpr.ExactSum(p.agg); a != nil {
+			p.agg, p.types[0] = a, a.Type(nil)
 		}
 	}
 	return p, nil
-}
-
-func isIntegerType(t sql.Type) bool {
-	return types.IsInteger(t) && !types.IsYear(t) && !types.IsBit(t)
 }
 
 // args resolves the statement's arguments: literals, and bound parameters
@@ -710,7 +707,7 @@ func columnValue(ctx *sql.Context, c *sql.Column, v any) (any, bool) {
 	}
 	switch v.(type) {
 	case int64, uint64:
-		if !isIntegerType(c.Type) {
+		if !sqlvalue.IsIntegerType(c.Type) {
 			return nil, false
 		}
 	case string:

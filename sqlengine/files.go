@@ -16,6 +16,9 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/sqlengine/internal/mysqlexpr"
+	"github.com/certusdb/certus/sqlengine/internal/treewalk"
 )
 
 // Statements that read or write the node's host files: LOAD_FILE(),
@@ -145,7 +148,7 @@ func (f *FileAccess) loadData(ctx *sql.Context, users *mysql_db.MySQLDb, st *ast
 // the resolved file.
 func (f *FileAccess) selectInto(ctx *sql.Context, users *mysql_db.MySQLDb, st ast.Statement) error {
 	var err error
-	walkAST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
+	treewalk.AST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
 		if err != nil || v.Kind() != reflect.Pointer {
 			return
 		}
@@ -171,7 +174,7 @@ func (f *FileAccess) selectInto(ctx *sql.Context, users *mysql_db.MySQLDb, st as
 }
 
 func init() {
-	wrapBuiltIns(function.BuiltIns, map[string]builtInWrap{"load_file": func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
+	mysqlexpr.WrapBuiltIns(function.BuiltIns, map[string]mysqlexpr.BuiltInWrap{"load_file": func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 		e, err := inner.NewInstance(ctx, args)
 		if err != nil {
 			return nil, err

@@ -18,7 +18,7 @@ import (
 // and one already doubled; any other statement is returned as it is.
 func generatedParens(q string) string {
 	lx := sqllex.NewScanner(q)
-	if w := lx.Word(); (w != "CREATE" && w != "ALTER") || !containsFold(q, "as") {
+	if w := lx.Word(); (w != "CREATE" && w != "ALTER") || !sqllex.ContainsFold(q, "as") {
 		return q
 	}
 	if lx.Word() != "TABLE" && lx.Word() != "TABLE" { // CREATE TEMPORARY TABLE, ALTER IGNORE TABLE

@@ -20,6 +20,7 @@ import (
 	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/pki"
 	"github.com/certusdb/certus/internal/sqllex"
+	"github.com/certusdb/certus/sqlengine/internal/mysqlexpr"
 	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 	"github.com/certusdb/certus/storage"
 )
@@ -488,7 +489,7 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 		s.noImplicitCommit, s.keepTxn = info.kind != 0 && !info.implicitCommit, false
 		defer func() { s.noImplicitCommit, s.keepTxn = false, false }()
 	}
-	if s != nil && uint64(len(query)) > maxPacket(s) {
+	if s != nil && uint64(len(query)) > sqlvalue.MaxPacket(s) {
 		return ErrPacketTooLarge
 	}
 	if s != nil {
@@ -594,21 +595,6 @@ func takeSnapshot(ctx context.Context, s *Session, began *func(context.Context) 
 	return nil
 }
 
-// maxPacket is the session's max_allowed_packet.
-func maxPacket(s *Session) uint64 {
-	v, err := s.GetSessionVariable(nil, "max_allowed_packet")
-	if err != nil {
-		return 1 << 30
-	}
-	if n, ok := sqlvalue.AsInt(v); ok && n > 0 {
-		return uint64(n)
-	}
-	if u, ok := v.(uint64); ok && u > 0 {
-		return u
-	}
-	return 1 << 30
-}
-
 // do answers DO expr [, expr] ..., which go-mysql-server does not parse:
 // the expressions are evaluated as a SELECT whose rows are dropped (DO
 // GET_LOCK(...), DO SLEEP(n) in applications and dumps). handled is false
@@ -701,7 +687,7 @@ func (h *Handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 
 // ComQuery implements mysql.Handler.
 func (h *Handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
-	callback = timeSpool(callback)
+	callback = mysqlexpr.TimeSpool(callback)
 	query, skipped := rewriteText(query, false)
 	if skipped && isEmptyQuery(query) {
 		// only comments MySQL would not execute: nothing to do, as
@@ -753,7 +739,7 @@ func rewriteText(query string, multi bool) (string, bool) {
 	for _, r := range textRewrites {
 		query = r.fn(query)
 	}
-	if containsFold(query, "rollup") {
+	if sqllex.ContainsFold(query, "rollup") {
 		first, rest := query, ""
 		if multi {
 			if f, r, err := sqlparser.SplitStatement(query); err == nil && r != "" {
@@ -773,7 +759,7 @@ func rewriteText(query string, multi bool) (string, bool) {
 // ComMultiQuery implements mysql.Handler. go-mysql-server runs the first
 // statement of query and returns the rest, which comes back here.
 func (h *Handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
-	callback = timeSpool(callback)
+	callback = mysqlexpr.TimeSpool(callback)
 	query, skipped := rewriteText(query, true)
 	if skipped && isEmptyQuery(query) {
 		return "", callback(&sqltypes.Result{}, false)
@@ -939,7 +925,7 @@ func (h *Handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *my
 			out: func(r *sqltypes.Result) error {
 				*called = true
 				track(r)
-				trimTimeFractions(r)
+				mysqlexpr.TrimTimeFractions(r)
 				return callback(r)
 			}}
 		if handled, err := fc.try(ctx); handled {
@@ -949,7 +935,7 @@ func (h *Handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *my
 			*called = true
 			fc.learnFrom(r)
 			track(r)
-			trimTimeFractions(r)
+			mysqlexpr.TrimTimeFractions(r)
 			return callback(r)
 		})
 	})

@@ -3,6 +3,8 @@ package sqlengine
 import (
 	"regexp"
 	"strings"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // Index hints go-mysql-server's parser refuses and MySQL accepts: the
@@ -24,7 +26,7 @@ var barePrimaryRe = regexp.MustCompile("(?i)(^|[^`\\w])(PRIMARY)([^`\\w]|$)")
 
 // indexHints returns q with its index hints in the form the parser takes.
 func indexHints(q string) string {
-	if !containsFold(q, "INDEX") && !containsFold(q, "KEY") {
+	if !sqllex.ContainsFold(q, "INDEX") && !sqllex.ContainsFold(q, "KEY") {
 		return q
 	}
 	plain := stripLiterals(q) // matches inside string literals are not hints

@@ -6,6 +6,8 @@ import (
 
 	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/sqlengine/internal/treewalk"
 )
 
 // lendDatabase makes a query's database the session's current one when the
@@ -58,7 +60,7 @@ func lentDatabase(query string) string {
 		return ""
 	}
 	db, ok := "", true
-	walkAST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
+	treewalk.AST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
 		if !ok || (v.Kind() != reflect.Pointer && v.Kind() != reflect.Interface) {
 			return
 		}

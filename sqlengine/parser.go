@@ -8,13 +8,17 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/sqlengine/internal/mysqlexpr"
+	"github.com/certusdb/certus/sqlengine/internal/treewalk"
 )
 
 // rewritingParser is go-mysql-server's MySQL parser followed by the
 // rewrites Certus makes of what it parsed, before planning (the analyzer
 // skips its rules for simple SELECTs, and a result's type must be right
 // before the plan is built): interval arithmetic becomes DATE_ADD/DATE_SUB
-// and a fractional number of seconds microseconds (intervalarith.go), a
+// and a fractional number of seconds microseconds (mysqlexpr.IntervalCalls
+// and mysqlexpr.FractionalSeconds), a
 // TIME(n) column a TIME column (timeColumns), a
 // CREATE VIEW's table its view's name (viewDatabase), and outside strict
 // mode an INSERT's values for generated columns are left out
@@ -70,8 +74,8 @@ func (p rewritingParser) rewrite(ctx *sql.Context, text string, st ast.Statement
 			return nil, err
 		}
 	}
-	intervalCalls(text, st)
-	fractionalSeconds(text, st)
+	mysqlexpr.IntervalCalls(text, st)
+	mysqlexpr.FractionalSeconds(text, st)
 	timeColumns(st)
 	viewDatabase(st)
 	if ins, ok := st.(*ast.Insert); ok && ctx != nil && p.p != nil {
@@ -103,7 +107,7 @@ func timeColumns(st ast.Statement) {
 	default:
 		return
 	}
-	walkAST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
+	treewalk.AST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
 		if v.Kind() != reflect.Struct || !v.CanAddr() {
 			return
 		}
@@ -115,31 +119,4 @@ func timeColumns(st ast.Statement) {
 			ct.Length = nil
 		}
 	})
-}
-
-// walkAST calls visit on every non-nil pointer and interface and every
-// struct under v (fields, slices, pointers, interfaces), then walks what
-// it holds then, so that visit may replace an interface's value first: in
-// `d + INTERVAL 1 DAY + INTERVAL 1 HOUR` both additions become calls.
-func walkAST(v reflect.Value, visit func(reflect.Value)) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			return
-		}
-		visit(v)
-		walkAST(v.Elem(), visit)
-	case reflect.Struct:
-		visit(v)
-		t := v.Type()
-		for i := 0; i < v.NumField(); i++ {
-			if t.Field(i).IsExported() {
-				walkAST(v.Field(i), visit)
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		for i := 0; i < v.Len(); i++ {
-			walkAST(v.Index(i), visit)
-		}
-	}
 }

@@ -34,7 +34,7 @@ var (
 // requireAnd puts the AND go-mysql-server wants between the options of a
 // CREATE or ALTER USER's REQUIRE, where MySQL lets it out.
 func requireAnd(q string) string {
-	if !mayStartWith(q, "create") && !mayStartWith(q, "alter") || !containsFold(q, "require") {
+	if !mayStartWith(q, "create") && !mayStartWith(q, "alter") || !sqllex.ContainsFold(q, "require") {
 		return q
 	}
 	lx := sqllex.NewScanner(q)

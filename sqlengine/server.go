@@ -22,6 +22,7 @@ import (
 	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/execcomment"
 	"github.com/certusdb/certus/internal/pki"
+	"github.com/certusdb/certus/sqlengine/internal/mysqlexpr"
 	"github.com/certusdb/certus/storage"
 )
 
@@ -101,9 +102,9 @@ func NewEngine(p *Provider, cluster Cluster) *sqle.Engine {
 		variables.InitSystemVariables()
 	}
 	a := analyzer.NewBuilder(p).RemoveOnceAfterRule(ruleID(analyzer.OnceAfterDefault, "replaceAgg")).
-		AddPostAnalyzeRule(fixGroupConcatID, fixGroupConcat).
-		AddPostAnalyzeRule(exactSumsID, exactSums).
-		AddPostAnalyzeRule(timeAsTextID, timeAsTextRule).
+		AddPostAnalyzeRule(fixGroupConcatID, mysqlexpr.FixGroupConcat).
+		AddPostAnalyzeRule(exactSumsID, mysqlexpr.ExactSums).
+		AddPostAnalyzeRule(timeAsTextID, mysqlexpr.TimeAsTextRule).
 		AddOverrides(sql.EngineOverrides{
 			CostedIndexScanExpressionFilter: betweenAsRange{},
 			SchemaFormatter:                 &schemaFormatter{},

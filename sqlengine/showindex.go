@@ -12,6 +12,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/internal/sqllex"
 )
 
 // showIndexes answers SHOW INDEX as MySQL does where go-mysql-server
@@ -137,7 +139,7 @@ func showIndexWhere(ctx *sql.Context, cat sql.Catalog, n *plan.ShowIndexes, tabl
 // showIndexCondition finds, among the statements of query, the SHOW
 // INDEX of table and returns its WHERE condition (nil if it has none).
 func showIndexCondition(query, table string) ast.Expr {
-	if !containsFold(query, "where") {
+	if !sqllex.ContainsFold(query, "where") {
 		return nil
 	}
 	pieces, err := ast.SplitStatementToPieces(query)

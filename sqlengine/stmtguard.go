@@ -11,6 +11,8 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
+	"github.com/certusdb/certus/internal/sqllex"
+	"github.com/certusdb/certus/sqlengine/internal/treewalk"
 	"github.com/certusdb/certus/storage"
 )
 
@@ -92,11 +94,11 @@ func (g *stmtGuard) check(ctx *sql.Context, text string, st ast.Statement) error
 				return err
 			}
 		}
-		if containsFold(text, "outfile") || containsFold(text, "dumpfile") {
+		if sqllex.ContainsFold(text, "outfile") || sqllex.ContainsFold(text, "dumpfile") {
 			return g.files.selectInto(ctx, g.users, st)
 		}
 	case *ast.SetOp:
-		if containsFold(text, "outfile") || containsFold(text, "dumpfile") {
+		if sqllex.ContainsFold(text, "outfile") || sqllex.ContainsFold(text, "dumpfile") {
 			return g.files.selectInto(ctx, g.users, st)
 		}
 	}
@@ -112,7 +114,7 @@ func (g *stmtGuard) multiUpdateKeys(ctx *sql.Context, st *ast.Update) error {
 		return nil
 	}
 	aliases := map[string]ast.TableName{} // alias (or name) -> table
-	walkAST(reflect.ValueOf(&st.TableExprs).Elem(), func(v reflect.Value) {
+	treewalk.AST(reflect.ValueOf(&st.TableExprs).Elem(), func(v reflect.Value) {
 		if v.Kind() != reflect.Pointer {
 			return
 		}
@@ -247,7 +249,7 @@ func children(n ast.SQLNode) []ast.SQLNode {
 // checked against their column's character set when stored).
 func invalidIdentifier(st ast.Statement) error {
 	var bad string
-	walkAST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
+	treewalk.AST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
 		if bad != "" || v.Kind() != reflect.Struct {
 			return
 		}
@@ -342,7 +344,7 @@ func (g *stmtGuard) setVariables(ctx *sql.Context, st *ast.Set) error {
 // does: without them a reader could lock rows that writers wait for.
 func (g *stmtGuard) lockingRead(ctx *sql.Context, st *ast.Select) error {
 	var denied string
-	walkAST(reflect.ValueOf(&st.From).Elem(), func(v reflect.Value) {
+	treewalk.AST(reflect.ValueOf(&st.From).Elem(), func(v reflect.Value) {
 		if denied != "" || v.Kind() != reflect.Pointer {
 			return
 		}

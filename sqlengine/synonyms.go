@@ -15,7 +15,7 @@ import (
 //	ENGINE [=] 'InnoDB'      ENGINE [=] InnoDB (a quoted engine name)
 func synonyms(q string) string {
 	// it runs on every statement: most have none of the words
-	if !containsFold(q, "LOCK") && !containsFold(q, "SCHEMA") && !containsFold(q, "UNKNOWN") && !containsFold(q, "ENGINE") {
+	if !sqllex.ContainsFold(q, "LOCK") && !sqllex.ContainsFold(q, "SCHEMA") && !sqllex.ContainsFold(q, "UNKNOWN") && !sqllex.ContainsFold(q, "ENGINE") {
 		return q
 	}
 	toks := sqllex.Lex(q)

@@ -52,24 +52,9 @@ func mayStartWith(q, w string) bool {
 		return true
 	}
 	if strings.HasPrefix(t, "/*") || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "--") || strings.HasPrefix(t, "(") {
-		return containsFold(q, w)
+		return sqllex.ContainsFold(q, w)
 	}
 	return false
-}
-
-// containsFold reports whether s contains the ASCII word w in any case,
-// without allocating (it runs on every text statement).
-func containsFold(s, w string) bool { return indexFold(s, w) >= 0 }
-
-// indexFold is the index of the first ASCII word w in s, in any case, or
-// -1.
-func indexFold(s, w string) int {
-	for i := 0; i+len(w) <= len(s); i++ {
-		if s[i]|0x20 == w[0]|0x20 && strings.EqualFold(s[i:i+len(w)], w) {
-			return i
-		}
-	}
-	return -1
 }
 
 // escapeString escapes s for a single-quoted literal that the mysql

@@ -342,3 +342,18 @@ func unescape(s string, q byte) string {
 	}
 	return b.String()
 }
+
+// ContainsFold reports whether s contains the ASCII word w in any case,
+// without allocating (it runs on every text statement).
+func ContainsFold(s, w string) bool { return IndexFold(s, w) >= 0 }
+
+// IndexFold is the index of the first ASCII word w in s, in any case, or
+// -1.
+func IndexFold(s, w string) int {
+	for i := 0; i+len(w) <= len(s); i++ {
+		if s[i]|0x20 == w[0]|0x20 && strings.EqualFold(s[i:i+len(w)], w) {
+			return i
+		}
+	}
+	return -1
+}

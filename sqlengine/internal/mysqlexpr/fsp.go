@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"strings"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
-	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/sqltypes"
 
@@ -89,9 +88,9 @@ func convertTzFsp(ctx *sql.Context, args []sql.Expression) int {
 	return -1
 }
 
-// fspWraps wraps the built-in functions of fspFuncs (see wrapBuiltIns).
-func fspWraps() map[string]builtInWrap {
-	wraps := map[string]builtInWrap{}
+// fspWraps wraps the built-in functions of fspFuncs (see WrapBuiltIns).
+func fspWraps() map[string]BuiltInWrap {
+	wraps := map[string]BuiltInWrap{}
 	for name, rule := range fspFuncs {
 		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 			e, err := inner.NewInstance(ctx, args)
@@ -189,5 +188,3 @@ func (f *fspFunc) CollationCoercibility(ctx *sql.Context) (sql.CollationID, byte
 	}
 	return sql.Collation_binary, 5
 }
-
-func init() { wrapBuiltIns(function.BuiltIns, fspWraps()) }

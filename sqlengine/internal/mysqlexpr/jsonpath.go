@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"encoding/json"
@@ -385,8 +385,9 @@ func mysqlJSONPaths(ctx *sql.Context, e sql.Expression) (sql.Expression, transfo
 	})
 }
 
-func init() {
-	wrapBuiltIns(function.BuiltIns, map[string]builtInWrap{
+// wrapJSONExtract makes JSON_EXTRACT read MySQL's paths.
+func wrapJSONExtract() {
+	WrapBuiltIns(function.BuiltIns, map[string]BuiltInWrap{
 		"json_extract": func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 			e, err := inner.NewInstance(ctx, args)
 			if err != nil {

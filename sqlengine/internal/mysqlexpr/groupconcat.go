@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"fmt"
@@ -13,6 +13,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/go-mysql-server/sql/types"
+
+	"github.com/certusdb/certus/sqlengine/internal/treewalk"
 )
 
 // groupConcat is GROUP_CONCAT with MySQL's row handling. go-mysql-server's
@@ -172,14 +174,14 @@ func truncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// fixGroupConcat is an analyzer rule that replaces go-mysql-server's
+// FixGroupConcat is an analyzer rule that replaces go-mysql-server's
 // GROUP_CONCAT aggregations with groupConcat, in n and its subqueries.
-func fixGroupConcat(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
+func FixGroupConcat(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
 	return replaceGroupConcat(ctx, n)
 }
 
 func replaceGroupConcat(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
-	return exprsWithSubqueries(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+	return treewalk.Exprs(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 		if gc, ok := e.(*aggregation.GroupConcat); ok {
 			if g := newGroupConcat(gc); g != nil {
 				return g, transform.NewTree, nil

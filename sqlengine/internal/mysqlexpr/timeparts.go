@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"time"
@@ -32,8 +32,9 @@ var timeParts = map[string]timePart{
 	"time_to_sec": {func(t types.Timespan) any { return t.AsMicroseconds() / 1e6 }, types.Int64},
 }
 
-func init() {
-	wraps := map[string]builtInWrap{}
+// wrapTimeParts reads the timeParts arguments as TIME values.
+func wrapTimeParts() {
+	wraps := map[string]BuiltInWrap{}
 	for name, p := range timeParts {
 		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 			e, err := inner.NewInstance(ctx, args)
@@ -43,7 +44,7 @@ func init() {
 			return &timePartCall{Expression: e, timePart: p, name: name}, nil
 		}
 	}
-	wrapBuiltIns(function.BuiltIns, wraps)
+	WrapBuiltIns(function.BuiltIns, wraps)
 }
 
 // timePartCall is a call of a timePart function; its one child is

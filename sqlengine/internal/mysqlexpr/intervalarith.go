@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"reflect"
@@ -9,6 +9,9 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/certusdb/certus/internal/sqllex"
+	"github.com/certusdb/certus/sqlengine/internal/treewalk"
 )
 
 // In MySQL `expr + INTERVAL n unit`, `INTERVAL n unit + expr` and
@@ -21,13 +24,13 @@ import (
 // parsing (see rewritingParser) into the DATE_ADD and DATE_SUB calls they
 // are, typed as MySQL types them (dateArithFsp).
 
-// intervalCalls rewrites the interval arithmetic of st, parsed from text,
+// IntervalCalls rewrites the interval arithmetic of st, parsed from text,
 // in place.
-func intervalCalls(text string, st ast.Statement) {
-	if !containsFold(text, "interval") {
+func IntervalCalls(text string, st ast.Statement) {
+	if !sqllex.ContainsFold(text, "interval") {
 		return
 	}
-	walkAST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
+	treewalk.AST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
 		if v.Kind() != reflect.Interface || !v.CanSet() || v.Type() != exprType {
 			return
 		}
@@ -92,15 +95,15 @@ func dateArithFsp(ctx *sql.Context, args []sql.Expression) int {
 	return fsp // also ADDDATE(d, n): n days
 }
 
-// fractionalSeconds makes an interval of a fractional number of seconds
+// FractionalSeconds makes an interval of a fractional number of seconds
 // (`INTERVAL 1.5 SECOND`, `INTERVAL '1.5' SECOND`) the microseconds it is,
 // as MySQL counts it: go-mysql-server rounded the number to whole seconds
 // (2) and cut the string (1).
-func fractionalSeconds(text string, st ast.Statement) {
-	if !containsFold(text, "interval") {
+func FractionalSeconds(text string, st ast.Statement) {
+	if !sqllex.ContainsFold(text, "interval") {
 		return
 	}
-	walkAST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
+	treewalk.AST(reflect.ValueOf(&st).Elem(), func(v reflect.Value) {
 		if v.Kind() != reflect.Pointer || v.Type() != intervalType {
 			return
 		}

@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"github.com/dolthub/go-mysql-server/sql"
@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
+	"github.com/certusdb/certus/sqlengine/internal/treewalk"
 )
 
 // aggFunc is what go-mysql-server's SUM and AVG are.
@@ -39,6 +40,19 @@ type exactAgg struct {
 
 var _ sql.Aggregation = (*exactAgg)(nil)
 
+// ExactSum is a, a SUM or AVG, typed and summed as MySQL does for its
+// exact argument (DECIMAL); nil for another aggregation or argument.
+func ExactSum(a sql.Aggregation) sql.Aggregation {
+	f, ok := a.(aggFunc)
+	if !ok {
+		return nil
+	}
+	if e := newExactAgg(nil, f); e != nil {
+		return e
+	}
+	return nil
+}
+
 // newExactAgg wraps a SUM or AVG of an exact argument; nil for another.
 func newExactAgg(ctx *sql.Context, a aggFunc) *exactAgg {
 	_, avg := a.(*aggregation.Avg)
@@ -60,7 +74,7 @@ func exactAggType(t sql.Type, avg bool) sql.Type {
 	case types.IsDecimal(t):
 		d := t.(sql.DecimalType)
 		prec, scale = int(d.Precision()), int(d.Scale())
-	case isIntegerType(t):
+	case sqlvalue.IsIntegerType(t):
 		prec = map[querypb.Type]int{
 			sqltypes.Int8: 4, sqltypes.Uint8: 3, sqltypes.Int16: 6, sqltypes.Uint16: 5,
 			sqltypes.Int24: 9, sqltypes.Uint24: 8, sqltypes.Int32: 11, sqltypes.Uint32: 10,
@@ -304,10 +318,10 @@ func (s *nullAwareSum) Compute(ctx *sql.Context, interval sql.WindowInterval, bu
 	return s.WindowFunction.Compute(ctx, interval, buf)
 }
 
-// exactSums is an analyzer rule: SUM and AVG of exact arguments become
+// ExactSums is an analyzer rule: SUM and AVG of exact arguments become
 // exactAgg, in n and its subqueries, and the references to their results
 // (typed DOUBLE by the planner) take the DECIMAL type.
-func exactSums(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
+func ExactSums(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
 	retyped := map[sql.ColumnId]sql.Type{}
 	n, same, err := replaceExactAggs(ctx, n, retyped)
 	if err != nil {
@@ -428,7 +442,7 @@ func outputTypes(n sql.Node, retyped map[sql.ColumnId]sql.Type) []sql.Type {
 }
 
 func replaceExactAggs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Type) (sql.Node, transform.TreeIdentity, error) {
-	return exprsWithSubqueries(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+	return treewalk.Exprs(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 		switch e := e.(type) {
 		case aggFunc:
 			if a := newExactAgg(ctx, e); a != nil {
@@ -454,7 +468,7 @@ func replaceExactAggs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql
 // retypeAggRefs gives the column references to the aggregates in retyped
 // their new types.
 func retypeAggRefs(ctx *sql.Context, n sql.Node, retyped map[sql.ColumnId]sql.Type) (sql.Node, transform.TreeIdentity, error) {
-	return exprsWithSubqueries(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+	return treewalk.Exprs(ctx, n, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 		if gf, ok := e.(*expression.GetField); ok {
 			if t, ok := retyped[gf.Id()]; ok && gf.Type(ctx) != t {
 				typed := expression.NewGetFieldWithTable(gf.Index(), int(gf.TableId()), t, gf.Database(), gf.Table(), gf.Name(), gf.IsNullable(ctx))

@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"math"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
-	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/shopspring/decimal"
 )
@@ -23,8 +22,8 @@ import (
 //     ROUND(-2.5e0) is -2 (go-mysql-server: 3 and -3). An exact DECIMAL
 //     still rounds half away from zero.
 
-// placesWraps wraps ROUND and TRUNCATE (see wrapBuiltIns).
-var placesWraps = map[string]builtInWrap{
+// placesWraps wraps ROUND and TRUNCATE (see WrapBuiltIns).
+var placesWraps = map[string]BuiltInWrap{
 	"round": func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 		return newPlacesCall(ctx, inner, true, args)
 	},
@@ -32,8 +31,6 @@ var placesWraps = map[string]builtInWrap{
 		return newPlacesCall(ctx, inner, false, args)
 	},
 }
-
-func init() { wrapBuiltIns(function.BuiltIns, placesWraps) }
 
 // placesCall is a call of ROUND or TRUNCATE.
 type placesCall struct {

@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"fmt"
@@ -20,10 +20,10 @@ import (
 // in the filters the index costing sees (betweenAsRange) and in the
 // expressions of every node the executor builds (priorityBuilder).
 
-// comparesIntLiteral reports, without a context, whether e is a
+// ComparesIntLiteral reports, without a context, whether e is a
 // comparison one of whose operands is an integer constant: the only kind
-// numericDates may rewrite (the index costing asks for every filter).
-func comparesIntLiteral(e sql.Expression) bool {
+// NumericDates may rewrite (the index costing asks for every filter).
+func ComparesIntLiteral(e sql.Expression) bool {
 	if !isComparison(e) {
 		return false
 	}
@@ -58,18 +58,18 @@ func isIntLiteral(e sql.Expression) bool {
 	return ok && types.IsInteger(lit.Type(nil))
 }
 
-// numericDates rewrites the integer constants compared with a date or
+// NumericDates rewrites the integer constants compared with a date or
 // time in e, and the comparisons with a date past its month's end
 // (monthend.go).
-func numericDates(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+func NumericDates(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 	return transform.Expr(ctx, e, func(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-		if comparesPastMonthEnd(e) {
+		if ComparesPastMonthEnd(e) {
 			if m, ok := monthEndCompare(ctx, e); ok {
 				return m, transform.NewTree, nil
 			}
 			return e, transform.SameTree, nil
 		}
-		if !comparesIntLiteral(e) {
+		if !ComparesIntLiteral(e) {
 			return e, transform.SameTree, nil
 		}
 		children := e.Children()
@@ -104,7 +104,7 @@ func numericDates(ctx *sql.Context, e sql.Expression) (sql.Expression, transform
 			return e, transform.SameTree, nil
 		}
 		n, err := e.WithChildren(ctx, out...)
-		if err == nil && comparesPastMonthEnd(n) { // 20240231
+		if err == nil && ComparesPastMonthEnd(n) { // 20240231
 			if m, ok := monthEndCompare(ctx, n); ok {
 				return m, transform.NewTree, nil
 			}

@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 // prefix, '2024-02-3', and those queries kept the rows of February 3rd.
 // The comparison is rewritten against the next month's first day, in the
 // filters the index costing sees and in every node the executor builds
-// (see numericDates).
+// (see NumericDates).
 
 // pastMonthEnd reports whether s is a date (YYYY-MM-DD, with or without a
 // time) whose day does not exist in its month, and gives the first day of
@@ -60,9 +60,9 @@ func pastMonthEndLiteral(e sql.Expression) (sql.Expression, bool) {
 	return expression.NewLiteral(next, types.LongText), true
 }
 
-// comparesPastMonthEnd reports, without a context, whether e is a
+// ComparesPastMonthEnd reports, without a context, whether e is a
 // comparison with a string constant past its month's end.
-func comparesPastMonthEnd(e sql.Expression) bool {
+func ComparesPastMonthEnd(e sql.Expression) bool {
 	if _, in := e.(*expression.InTuple); in || !isComparison(e) {
 		return false
 	}

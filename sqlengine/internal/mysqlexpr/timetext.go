@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"fmt"
@@ -14,6 +14,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/sqltypes"
+
+	"github.com/certusdb/certus/sqlengine/internal/treewalk"
 )
 
 // A TIME value read as a string is its text, 'hh:mm:ss[.ffffff]', in
@@ -22,7 +24,7 @@ import (
 // 1105 "incompatible conversion to SQL type: '10:00:00'->longtext", and
 // CAST(t AS CHAR) silently gave NULL. The functions and operators that
 // read their arguments as strings get a TIME argument's text instead
-// (timeAsTextRule), as timedisplay.go prints it: a zero fraction left out.
+// (TimeAsTextRule), as timedisplay.go prints it: a zero fraction left out.
 //
 // DATE, DATETIME, TIMESTAMP and YEAR values read as strings had the same
 // trouble in other forms: go-mysql-server converts the time.Time of a DATE
@@ -62,22 +64,22 @@ func readsText(ctx *sql.Context, e sql.Expression) bool {
 	return false
 }
 
-// timeAsTextRule is the analyzer rule applying wrapTimeArgs to every
+// TimeAsTextRule is the analyzer rule applying wrapTimeArgs to every
 // expression of the plan, subqueries included. It runs after analysis,
 // when the result's schema is derived from the expressions, so a
 // SUBSTRING(t, 1, 2) is typed as the string it gives (not as t's TIME).
 // go-mysql-server skips the rules after analysis for a single-table
 // SELECT without subqueries; the exec builder applies timeAsText to what it
-// builds instead (exprRewrites). It cannot retype the result there, which
+// builds instead (ExprRewrites). It cannot retype the result there, which
 // the string functions do not need: they read the text from the moment
 // they are built (textArgs). What is left here is what the parser builds
 // itself: LIKE, CAST and TRIM.
-func timeAsTextRule(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
-	return exprsWithSubqueries(ctx, n, wrapTimeArgs)
+func TimeAsTextRule(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
+	return treewalk.Exprs(ctx, n, wrapTimeArgs)
 }
 
 // timeAsText applies wrapTimeArgs to e and everything in it, except to
-// an expression typed TIME itself (see timeAsTextRule) other than TRIM:
+// an expression typed TIME itself (see TimeAsTextRule) other than TRIM:
 // the parser builds TRIM itself, so textArgs does not see it, and
 // go-mysql-server's panics on a TIME; its text trimmed reads as a TIME.
 func timeAsText(ctx *sql.Context, e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
@@ -154,10 +156,11 @@ func hasText(t sql.Type) bool {
 	return datetime || types.IsTimespan(t) || types.IsYear(t)
 }
 
-func init() {
+// wrapTextFuncs reads temporal arguments of string functions as text.
+func wrapTextFuncs() {
 	// the string functions read their temporal arguments as text from the
 	// moment they are built (see above)
-	wraps := map[string]builtInWrap{}
+	wraps := map[string]BuiltInWrap{}
 	for name := range textFuncs {
 		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 			out, _ := textArgs(ctx, args)
@@ -203,7 +206,7 @@ func init() {
 			return ownPrecision(ctx, e, args), nil
 		}
 	}
-	wrapBuiltIns(function.BuiltIns, wraps)
+	WrapBuiltIns(function.BuiltIns, wraps)
 }
 
 // ownPrecision retypes e, one of args (IFNULL, COALESCE, IF, GREATEST,

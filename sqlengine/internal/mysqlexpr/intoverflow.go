@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"math"
@@ -54,7 +54,7 @@ func checkIntArith(ctx *sql.Context, e sql.Expression) (sql.Expression, transfor
 			return e, transform.SameTree, nil
 		}
 		for _, c := range a.Children() {
-			if _, interval := c.(*expression.Interval); interval || !isIntegerType(c.Type(ctx)) {
+			if _, interval := c.(*expression.Interval); interval || !sqlvalue.IsIntegerType(c.Type(ctx)) {
 				return e, transform.SameTree, nil
 			}
 		}

@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"strings"
@@ -48,8 +48,10 @@ var boundedStringFuncs = map[string]resultBytes{
 	},
 }
 
-func init() {
-	wraps := map[string]builtInWrap{}
+// wrapBoundedStrings bounds the results of boundedStringFuncs by
+// max_allowed_packet.
+func wrapBoundedStrings() {
+	wraps := map[string]BuiltInWrap{}
 	for name, length := range boundedStringFuncs {
 		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 			e, err := inner.NewInstance(ctx, args)
@@ -63,7 +65,7 @@ func init() {
 			return &boundedCall{boundedExpr: be, ctor: inner, args: args, length: length}, nil
 		}
 	}
-	wrapBuiltIns(function.BuiltIns, wraps)
+	WrapBuiltIns(function.BuiltIns, wraps)
 }
 
 // boundedExpr is what go-mysql-server's calls of boundedStringFuncs are.
@@ -109,10 +111,7 @@ func (b *boundedCall) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 
 // limit is the session's max_allowed_packet.
 func (b *boundedCall) limit(ctx *sql.Context) int64 {
-	if s, ok := ctx.Session.(*Session); ok {
-		return int64(maxPacket(s))
-	}
-	return maxAllowedPacket.Load()
+	return int64(sqlvalue.MaxPacket(ctx.Session))
 }
 
 // Children implements sql.Expression.
@@ -195,8 +194,9 @@ func sumBytes(ctx *sql.Context, vals []any) int64 {
 // CONVERT(... , CHAR) when they are numbers.
 var numberAsText = map[string][]int{"left": {0}, "right": {0}, "instr": {0, 1}, "reverse": {0}}
 
-func init() {
-	wraps := map[string]builtInWrap{}
+// wrapNumbersAsText reads the numberAsText arguments as text.
+func wrapNumbersAsText() {
+	wraps := map[string]BuiltInWrap{}
 	for name, positions := range numberAsText {
 		wraps[name] = func(ctx *sql.Context, inner sql.Function, args []sql.Expression) (sql.Expression, error) {
 			args = append([]sql.Expression(nil), args...)
@@ -208,5 +208,5 @@ func init() {
 			return inner.NewInstance(ctx, args)
 		}
 	}
-	wrapBuiltIns(function.BuiltIns, wraps)
+	WrapBuiltIns(function.BuiltIns, wraps)
 }

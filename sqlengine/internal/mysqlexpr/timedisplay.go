@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"bytes"
@@ -17,8 +17,8 @@ import (
 // zeroFraction is the fraction a whole-second TIME value is printed with.
 var zeroFraction = []byte(".000000")
 
-// trimTimeFractions drops a zero fraction from the TIME values of r.
-func trimTimeFractions(r *sqltypes.Result) {
+// TrimTimeFractions drops a zero fraction from the TIME values of r.
+func TrimTimeFractions(r *sqltypes.Result) {
 	if r == nil || len(r.Rows) == 0 {
 		return
 	}
@@ -37,10 +37,10 @@ func trimTimeFractions(r *sqltypes.Result) {
 	}
 }
 
-// timeSpool is callback with trimTimeFractions applied to each result.
-func timeSpool(callback mysql.ResultSpoolFn) mysql.ResultSpoolFn {
+// TimeSpool is callback with TrimTimeFractions applied to each result.
+func TimeSpool(callback mysql.ResultSpoolFn) mysql.ResultSpoolFn {
 	return func(r *sqltypes.Result, more bool) error {
-		trimTimeFractions(r)
+		TrimTimeFractions(r)
 		return callback(r, more)
 	}
 }

@@ -1,4 +1,4 @@
-package sqlengine
+package mysqlexpr
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
-	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/sqltypes"
 )
@@ -53,8 +52,6 @@ var timeFuncs = []sql.Function{
 		return t.Unix() - yearZero, nil
 	}),
 }
-
-func init() { function.BuiltIns = append(function.BuiltIns, timeFuncs...) }
 
 // utcTime is UTC_TIME([fsp]): the statement's start in UTC as a time of
 // day, truncated to fsp fractional digits (0 without an argument).
