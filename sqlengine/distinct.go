@@ -1,15 +1,13 @@
 package sqlengine
 
 import (
-	"hash/maphash"
-
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/expression/function/aggregation"
-	"github.com/dolthub/go-mysql-server/sql/hash"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
-	"github.com/dolthub/go-mysql-server/sql/types"
+
+	"github.com/certusdb/certus/sqlengine/internal/collate"
 )
 
 // SELECT DISTINCT (and UNION, which is a DISTINCT over UNION ALL) compares
@@ -18,108 +16,6 @@ import (
 // utf8mb4_0900_ai_ci 'Apple' and 'apple' were two rows where MySQL
 // returns one.
 
-// collatedSet is a set of rows compared under their columns' collations
-// (by hash, as go-mysql-server's GROUP BY compares keys); DISTINCT, the
-// fast path's DISTINCT and COUNT(DISTINCT) share it.
-//
-// When every column is a string, the set hashes each value's rune
-// weights itself (an ASCII character's from a table) in one write:
-// go-mysql-server's hash.HashOf looked every rune's weight up in a map and
-// wrote its four bytes to the hash one call at a time, which was two
-// thirds of the CPU of sysbench's distinct_ranges queries.
-type collatedSet struct {
-	sch  sql.Schema
-	seen map[uint64]struct{}
-	// weights are the string columns' collations' rune weights (nil for a
-	// binary column); nil when a column is not a string
-	weights []*runeWeights
-	h       maphash.Hash
-	buf     []byte
-}
-
-// newCollatedSet returns an empty set of rows of types.
-func newCollatedSet(types []sql.Type) *collatedSet {
-	sch := make(sql.Schema, len(types))
-	for i, t := range types {
-		sch[i] = &sql.Column{Type: t}
-	}
-	return newSetOf(sch)
-}
-
-// newSetOf returns an empty set of rows of sch.
-func newSetOf(sch sql.Schema) *collatedSet {
-	s := &collatedSet{sch: sch, seen: map[uint64]struct{}{}}
-	weights := make([]*runeWeights, len(sch))
-	for i, c := range sch {
-		st, ok := c.Type.(sql.StringType)
-		if !ok {
-			return s
-		}
-		if coll := st.Collation(); coll != sql.Collation_binary {
-			if coll.Sorter() == nil {
-				return s
-			}
-			weights[i] = runeWeightsOf(coll)
-		}
-	}
-	s.weights = weights
-	return s
-}
-
-// add adds row and reports whether it was new.
-func (s *collatedSet) add(ctx *sql.Context, row sql.Row) (bool, error) {
-	h, err := s.hash(ctx, row)
-	if err != nil {
-		return false, err
-	}
-	if _, dup := s.seen[h]; dup {
-		return false, nil
-	}
-	s.seen[h] = struct{}{}
-	return true, nil
-}
-
-// hash is row's hash: equal under the columns' collations, equal hashes.
-func (s *collatedSet) hash(ctx *sql.Context, row sql.Row) (uint64, error) {
-	if s.weights == nil || len(row) != len(s.weights) {
-		return hash.HashOf(ctx, s.sch, row)
-	}
-	s.h.Reset()
-	for i, v := range row {
-		if i > 0 {
-			s.h.WriteByte(0)
-		}
-		if v == nil {
-			s.h.WriteString("<nil>")
-			continue
-		}
-		var str string
-		switch x := v.(type) {
-		case string:
-			str = x
-		case []byte:
-			str = bytesOf(x)
-		default:
-			var err error
-			if str, err = types.ConvertToString(ctx, v, s.sch[i].Type.(sql.StringType), nil); err != nil {
-				return 0, err
-			}
-		}
-		w := s.weights[i]
-		if w == nil { // binary: the bytes themselves
-			s.h.WriteString(str)
-			continue
-		}
-		buf, err := w.appendWeights(s.buf[:0], str)
-		if err != nil {
-			return 0, err
-		}
-		s.buf = buf
-		s.h.Write(buf)
-	}
-	return s.h.Sum64(), nil
-}
-
 // collatedDistinct builds n (a DISTINCT without DISTINCT ON) over its
 // child's rows, built by base.
 func collatedDistinct(ctx *sql.Context, base sql.NodeExecBuilder, n *plan.Distinct, row sql.Row) (sql.RowIter, error) {
@@ -127,13 +23,13 @@ func collatedDistinct(ctx *sql.Context, base sql.NodeExecBuilder, n *plan.Distin
 	if err != nil {
 		return nil, err
 	}
-	return &collatedRows{child: it, set: newSetOf(n.Child.Schema(ctx))}, nil
+	return &collatedRows{child: it, set: collate.NewSetOf(n.Child.Schema(ctx))}, nil
 }
 
 // collatedRows passes each row its set has not seen.
 type collatedRows struct {
 	child sql.RowIter
-	set   *collatedSet
+	set   *collate.Set
 }
 
 // Next implements sql.RowIter.
@@ -143,7 +39,7 @@ func (d *collatedRows) Next(ctx *sql.Context) (sql.Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		if fresh, err := d.set.add(ctx, row); err != nil || fresh {
+		if fresh, err := d.set.Add(ctx, row); err != nil || fresh {
 			return row, err
 		}
 	}
@@ -189,7 +85,7 @@ func (c *collatedCountDistinct) NewBuffer(ctx *sql.Context) (sql.AggregationBuff
 		}
 		exprs[i], types[i] = e, e.Type(ctx)
 	}
-	return &collatedCountBuffer{exprs: exprs, set: newCollatedSet(types)}, nil
+	return &collatedCountBuffer{exprs: exprs, set: collate.NewSet(types)}, nil
 }
 
 // WithChildren implements sql.Expression.
@@ -201,7 +97,7 @@ func (c *collatedCountDistinct) WithChildren(_ *sql.Context, children ...sql.Exp
 // skipping rows with a NULL, as MySQL's COUNT(DISTINCT) does.
 type collatedCountBuffer struct {
 	exprs []sql.Expression
-	set   *collatedSet
+	set   *collate.Set
 }
 
 // Update implements sql.AggregationBuffer.
@@ -214,12 +110,12 @@ func (b *collatedCountBuffer) Update(ctx *sql.Context, row sql.Row) error {
 		}
 		vals[i] = v
 	}
-	_, err := b.set.add(ctx, vals)
+	_, err := b.set.Add(ctx, vals)
 	return err
 }
 
 // Eval implements sql.AggregationBuffer.
-func (b *collatedCountBuffer) Eval(*sql.Context) (any, error) { return int64(len(b.set.seen)), nil }
+func (b *collatedCountBuffer) Eval(*sql.Context) (any, error) { return int64(b.set.Len()), nil }
 
 // Dispose implements sql.AggregationBuffer.
 func (b *collatedCountBuffer) Dispose(ctx *sql.Context) {

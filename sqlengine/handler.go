@@ -20,6 +20,7 @@ import (
 	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/pki"
 	"github.com/certusdb/certus/internal/sqllex"
+	"github.com/certusdb/certus/sqlengine/internal/fastpath"
 	"github.com/certusdb/certus/sqlengine/internal/mysqlexpr"
 	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 	"github.com/certusdb/certus/storage"
@@ -72,7 +73,7 @@ type Handler struct {
 	// users and grants).
 	beforeStatement func()
 	// fast runs hot statements without go-mysql-server (nil: off).
-	fast *fastPath
+	fast *fastpath.Cache
 	// consts answers SELECTs of variables and literals (constselect.go)
 	consts *constSelects
 	// users holds the users and grants (nil: no privilege checks).
@@ -890,7 +891,7 @@ func (h *Handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, p
 
 // recognized reports whether the fast path takes the prepared statement.
 func (h *Handler) recognized(s *Session, query string) bool {
-	e, _ := h.fast.entry(s.GetCurrentDatabase(), query, true)
+	e, _ := h.fast.Entry(s.GetCurrentDatabase(), query, true)
 	return e != nil
 }
 

@@ -165,9 +165,9 @@ func (h *testServer) run(c *mysql.Conn, q string) string {
 	if rewritten != q {
 		fmt.Fprintf(&out, "rewritten: %s\n", rewritten)
 	}
-	fast := h.srv.Handler.fast.statements.Load()
+	fast := h.srv.Handler.fast.Statements()
 	res, err := c.ExecuteFetch(q, 1000, true)
-	if h.srv.Handler.fast.statements.Load() != fast {
+	if h.srv.Handler.fast.Statements() != fast {
 		out.WriteString("fast path\n")
 	}
 	var se *mysql.SQLError

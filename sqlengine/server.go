@@ -22,6 +22,7 @@ import (
 	"github.com/certusdb/certus/internal/clientconn"
 	"github.com/certusdb/certus/internal/execcomment"
 	"github.com/certusdb/certus/internal/pki"
+	"github.com/certusdb/certus/sqlengine/internal/fastpath"
 	"github.com/certusdb/certus/sqlengine/internal/mysqlexpr"
 	"github.com/certusdb/certus/storage"
 )
@@ -166,7 +167,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 			m = cfg.Status()
 		}
 		if h := s.Handler; h != nil && h.fast != nil {
-			m["certus_fast_path_statements"] = h.fast.statements.Load()
+			m["certus_fast_path_statements"] = h.fast.Statements()
 		}
 		return m
 	})
@@ -210,7 +211,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	srv, err := server.NewServerWithHandler(scfg, e, ownProcessesContext(db, describe), sb, nil, func(inner mysql.Handler) (mysql.Handler, error) {
 		h = NewHandler(inner, cfg.Cluster, cfg.Logger)
 		h.beforeStatement = s.refreshPrivileges
-		h.fast = newFastPath()
+		h.fast = fastpath.NewCache()
 		h.consts = &constSelects{}
 		h.users = db
 		h.processes = e.ProcessList

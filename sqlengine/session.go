@@ -13,7 +13,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
-	"github.com/certusdb/certus/internal/codec"
+	"github.com/certusdb/certus/sqlengine/internal/fastpath"
 	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
 	"github.com/certusdb/certus/sqlengine/temptable"
 	"github.com/certusdb/certus/txn"
@@ -65,11 +65,9 @@ type Session struct {
 	// prepared are the answers of earlier prepares of statements the fast
 	// path recognises, by text (see Handler.ComPrepare).
 	prepared map[string]preparedAnswer
-	// scanArena holds the rows of the fast path's last select, and
-	// scanRows the slice it listed them in; the next select reuses both
-	// (see fastCall.selectRows).
-	scanArena codec.Arena
-	scanRows  []sql.Row
+	// scratch holds the rows of the fast path's last select, reused by
+	// the next.
+	scratch fastpath.Scratch
 	// temp holds the session's temporary tables.
 	temp temptable.Store
 	// vars memoizes GetSessionVariable for the session-scope variables

@@ -1,4 +1,4 @@
-package sqlengine
+package collate
 
 import (
 	"testing"
@@ -28,9 +28,9 @@ func TestCollatedSetWeighs(t *testing.T) {
 		{[]sql.Type{ci}, []sql.Row{{int64(12)}, {"12"}}, []bool{true, false}},
 		{[]sql.Type{types.Int64, ci}, []sql.Row{{int64(1), "x"}, {int64(1), "X"}, {int64(2), "x"}}, []bool{true, false, true}},
 	} {
-		set := newCollatedSet(tc.types)
+		set := NewSet(tc.types)
 		for i, row := range tc.rows {
-			fresh, err := set.add(ctx, row)
+			fresh, err := set.Add(ctx, row)
 			if err != nil {
 				t.Fatalf("add %v: %v", row, err)
 			}
@@ -39,7 +39,7 @@ func TestCollatedSetWeighs(t *testing.T) {
 			}
 		}
 	}
-	if _, err := newCollatedSet([]sql.Type{ci}).add(ctx, sql.Row{"\xff"}); err == nil {
+	if _, err := NewSet([]sql.Type{ci}).Add(ctx, sql.Row{"\xff"}); err == nil {
 		t.Error("malformed UTF-8 hashed without an error")
 	}
 }

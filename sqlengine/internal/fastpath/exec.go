@@ -1,12 +1,10 @@
-package sqlengine
+package fastpath
 
 import (
 	"cmp"
-	"encoding/binary"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -19,13 +17,52 @@ import (
 
 	"github.com/certusdb/certus/internal/codec"
 	"github.com/certusdb/certus/internal/fastsql"
+	"github.com/certusdb/certus/sqlengine/internal/collate"
 	"github.com/certusdb/certus/sqlengine/internal/gmstable"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/txn"
 )
 
+// Exec is what one execution needs besides its plan. The context's
+// session is the client's: the execution reads its variables and sets its
+// last query's row counts and insert id.
+type Exec struct {
+	Txn  *txn.Txn
+	Args []any // from Args
+	// Fields are a SELECT's column metadata (Plan.Fields).
+	Fields []*querypb.Field
+	// Scratch is the session's memory for the rows of its SELECTs.
+	Scratch *Scratch
+	// Mgr allocates AUTO_INCREMENT values.
+	Mgr *txn.Manager
+}
+
+// Scratch holds the rows of a session's last fast path SELECT, and the
+// slice it listed them in; the next SELECT reuses both.
+type Scratch struct {
+	arena codec.Arena
+	rows  []sql.Row
+}
+
+// Run executes the plan's statement in x.Txn, without committing it. It
+// returns ErrFallBack, having changed nothing, when the general path must
+// run it.
+func (p *Plan) Run(ctx *sql.Context, x Exec) (*sqltypes.Result, error) {
+	switch p.st.Kind {
+	case fastsql.Select:
+		return p.selectRows(ctx, x)
+	case fastsql.Update:
+		return p.update(ctx, x)
+	case fastsql.Delete:
+		return p.delete(ctx, x)
+	case fastsql.Insert, fastsql.Replace:
+		return p.insert(ctx, x)
+	}
+	return nil, ErrFallBack
+}
+
 // uniqueKey is the lock key of a unique index value.
-func uniqueKey(p *fastPlan, vals []byte) []byte {
+func uniqueKey(p *Plan, vals []byte) []byte {
 	return storage.UniqueCertKey(p.def.ID, p.ii.Def.ID, vals)
 }
 
@@ -35,25 +72,26 @@ func uniqueKey(p *fastPlan, vals []byte) []byte {
 // projected rows, then a stable Sort (TopN with a LIMIT is one too), then Limit —
 // with go-mysql-server's own hashing, sorting and aggregation, so ties and
 // types come out the same.
-func (fc *fastCall) selectRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, p *fastPlan, fields []*querypb.Field, args []any) (*sqltypes.Result, error) {
+func (p *Plan) selectRows(ctx *sql.Context, x Exec) (*sqltypes.Result, error) {
+	t, st, args := x.Txn, p.st, x.Args
 	keys, ok := p.keys(ctx, st, args)
 	if !ok {
-		return nil, errFallBack
+		return nil, ErrFallBack
 	}
 	limit := int64(-1)
 	if st.HasLimit {
 		l, ok := args[st.Limit].(int64)
 		if !ok || l < 0 {
-			return nil, errFallBack
+			return nil, ErrFallBack
 		}
 		limit = l
 	}
 	// the session's last select left nothing that refers to its rows:
 	// its result holds copies (sqlInto), so their memory is reused
-	fc.s.scanArena.Reset()
-	rows, err := p.scanRows(ctx, t, st, keys, limit, &fc.s.scanArena, fc.s.scanRows[:0])
+	x.Scratch.arena.Reset()
+	rows, err := p.scanRows(ctx, t, st, keys, limit, &x.Scratch.arena, x.Scratch.rows[:0])
 	if cap(rows) <= maxKeptRows {
-		fc.s.scanRows = rows[:0]
+		x.Scratch.rows = rows[:0]
 	}
 	if err != nil {
 		return nil, err
@@ -85,7 +123,7 @@ func (fc *fastCall) selectRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Stateme
 		}
 		out = p.project(limitRows(rows, limit))
 	}
-	res := &sqltypes.Result{Fields: fields, Rows: make([][]sqltypes.Value, len(out))}
+	res := &sqltypes.Result{Fields: x.Fields, Rows: make([][]sqltypes.Value, len(out))}
 	n := 0
 	for _, row := range out {
 		n += len(row)
@@ -104,7 +142,7 @@ func (fc *fastCall) selectRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Stateme
 		}
 		res.Rows[i] = rv
 	}
-	lqi := fc.s.GetLastQueryInfo()
+	lqi := ctx.Session.GetLastQueryInfo()
 	lqi.RowCount.Store(-1)
 	lqi.FoundRows.Store(int64(len(res.Rows)))
 	sql.IncrementStatusVariable(ctx, "Com_select", 1)
@@ -118,7 +156,7 @@ const maxKeptRows = 1024
 // scanRows appends to rows the rows the WHERE selects, in the order of the
 // index (reversed for ORDER BY key DESC), decoded into a. With nothing to
 // reorder or merge them it stops at the LIMIT.
-func (p *fastPlan) scanRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, keys [][]byte, limit int64, a *codec.Arena, rows []sql.Row) ([]sql.Row, error) {
+func (p *Plan) scanRows(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, keys [][]byte, limit int64, a *codec.Arena, rows []sql.Row) ([]sql.Row, error) {
 	early := limit >= 0 && p.sort == nil && !st.Distinct && p.agg == nil
 	if early && limit == 0 {
 		return rows, nil
@@ -238,7 +276,7 @@ func reserve(buf *[]byte, n int) {
 }
 
 // project returns the SELECT columns of rows.
-func (p *fastPlan) project(rows []sql.Row) []sql.Row {
+func (p *Plan) project(rows []sql.Row) []sql.Row {
 	out := make([]sql.Row, len(rows))
 	w := len(p.proj)
 	vals := make([]any, len(rows)*w) // one allocation for all rows
@@ -253,7 +291,7 @@ func (p *fastPlan) project(rows []sql.Row) []sql.Row {
 }
 
 // aggregate folds rows into the plan's aggregate.
-func (p *fastPlan) aggregate(ctx *sql.Context, rows []sql.Row) (any, error) {
+func (p *Plan) aggregate(ctx *sql.Context, rows []sql.Row) (any, error) {
 	buf, err := p.agg.NewBuffer(ctx)
 	if err != nil {
 		return nil, err
@@ -268,12 +306,12 @@ func (p *fastPlan) aggregate(ctx *sql.Context, rows []sql.Row) (any, error) {
 }
 
 // distinctRows keeps the first of rows with equal values, compared as the
-// general path's DISTINCT compares them (collatedSet).
+// general path's DISTINCT compares them (collate.Set).
 func distinctRows(ctx *sql.Context, types []sql.Type, rows []sql.Row) ([]sql.Row, error) {
-	set := newCollatedSet(types)
+	set := collate.NewSet(types)
 	out := rows[:0]
 	for _, row := range rows {
-		fresh, err := set.add(ctx, row)
+		fresh, err := set.Add(ctx, row)
 		if err != nil {
 			return nil, err
 		}
@@ -357,7 +395,7 @@ func stringOrder(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) func(a
 		if coll.Sorter() == nil || (cs != sql.CharacterSet_utf8mb4 && cs != sql.CharacterSet_utf8mb3) {
 			return nil
 		}
-		compare = weightCompare(coll)
+		compare = collate.WeightCompare(coll)
 	}
 	i := gf.Index()
 	for _, row := range rows {
@@ -396,7 +434,7 @@ func stringOrder(ctx *sql.Context, rows []sql.Row, fields sql.SortFields) func(a
 		case y == nil:
 			return -first
 		}
-		return compare(bytesOf(x), bytesOf(y))
+		return compare(collate.BytesOf(x), collate.BytesOf(y))
 	}
 }
 
@@ -425,90 +463,6 @@ type keyedRow struct {
 	pos int
 }
 
-// runeWeights are a collation's rune weights, the ASCII characters' in a
-// table.
-type runeWeights struct {
-	ascii  [utf8.RuneSelf]int32
-	weight func(rune) int32
-}
-
-// weightsByCollation caches runeWeightsOf (sql.CollationID ->
-// *runeWeights), so a sort or a DISTINCT does not weigh ASCII again.
-var weightsByCollation sync.Map
-
-// runeWeightsOf returns coll's rune weights; coll must have a Sorter.
-func runeWeightsOf(coll sql.CollationID) *runeWeights {
-	if v, ok := weightsByCollation.Load(coll); ok {
-		return v.(*runeWeights)
-	}
-	w := &runeWeights{weight: coll.Sorter()}
-	for c := range w.ascii {
-		w.ascii[c] = w.weight(rune(c))
-	}
-	v, _ := weightsByCollation.LoadOrStore(coll, w)
-	return v.(*runeWeights)
-}
-
-// next is the weight of s's first rune and its length in bytes.
-func (w *runeWeights) next(s string) (int32, int) {
-	if s[0] < utf8.RuneSelf {
-		return w.ascii[s[0]], 1
-	}
-	r, n := utf8.DecodeRuneInString(s)
-	return w.weight(r), n
-}
-
-// appendWeights appends the weights of s's runes to buf, four bytes
-// each, little-endian (go-mysql-server's weight string), or fails on
-// malformed UTF-8 as go-mysql-server's hashing does.
-func (w *runeWeights) appendWeights(buf []byte, s string) ([]byte, error) {
-	for len(s) > 0 {
-		if s[0] < utf8.RuneSelf {
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(w.ascii[s[0]]))
-			s = s[1:]
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s)
-		if r == utf8.RuneError && n <= 1 {
-			return buf, sql.ErrCollationMalformedString.New("hashing")
-		}
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(w.weight(r)))
-		s = s[n:]
-	}
-	return buf, nil
-}
-
-// weightCompare returns StringType.Compare for valid UTF-8 strings of
-// coll, which has rune weights: weights compared rune by rune, then the
-// shorter string first.
-func weightCompare(coll sql.CollationID) func(a, b string) int {
-	w := runeWeightsOf(coll)
-	return func(a, b string) int {
-		for len(a) > 0 && len(b) > 0 {
-			if a[0] == b[0] && a[0] < utf8.RuneSelf {
-				a, b = a[1:], b[1:]
-				continue
-			}
-			wa, na := w.next(a)
-			wb, nb := w.next(b)
-			if wa != wb {
-				return cmp.Compare(wa, wb)
-			}
-			a, b = a[na:], b[nb:]
-		}
-		return cmp.Compare(len(a), len(b))
-	}
-}
-
-// bytesOf is the bytes of a string or []byte value, as a string that
-// shares them.
-func bytesOf(v any) string {
-	if b, ok := v.([]byte); ok {
-		return unsafe.String(unsafe.SliceData(b), len(b))
-	}
-	return v.(string)
-}
-
 func limitRows(rows []sql.Row, limit int64) []sql.Row {
 	if limit >= 0 && int64(len(rows)) > limit {
 		return rows[:limit]
@@ -517,10 +471,10 @@ func limitRows(rows []sql.Row, limit int64) []sql.Row {
 }
 
 // currentRow locks and reads the row of a single-key WHERE.
-func (fc *fastCall) currentRow(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, p *fastPlan, args []any) (sql.Row, bool, error) {
-	keys, ok := p.keys(ctx, st, args)
+func (p *Plan) currentRow(ctx *sql.Context, t *txn.Txn, args []any) (sql.Row, bool, error) {
+	keys, ok := p.keys(ctx, p.st, args)
 	if !ok || len(keys) != 1 {
-		return nil, false, errFallBack
+		return nil, false, ErrFallBack
 	}
 	if p.ii == nil {
 		return t.Get(ctx, p.info, keys[0], txn.CurrentExclusive)
@@ -538,8 +492,9 @@ func (fc *fastCall) currentRow(ctx *sql.Context, t *txn.Txn, st *fastsql.Stateme
 	return row, found, err
 }
 
-func (fc *fastCall) update(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, p *fastPlan, args []any) (*sqltypes.Result, error) {
-	row, found, err := fc.currentRow(ctx, t, st, p, args)
+func (p *Plan) update(ctx *sql.Context, x Exec) (*sqltypes.Result, error) {
+	t, args := x.Txn, x.Args
+	row, found, err := p.currentRow(ctx, t, args)
 	if err != nil {
 		return nil, err
 	}
@@ -552,7 +507,7 @@ func (fc *fastCall) update(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 			if !s.self {
 				v, ok := columnValue(ctx, col, args[s.arg])
 				if !ok {
-					return nil, errFallBack
+					return nil, ErrFallBack
 				}
 				nrow[s.ord] = v
 				continue
@@ -562,17 +517,17 @@ func (fc *fastCall) update(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 			}
 			v, ok := addInt(nrow[s.ord], args[s.arg], s.sign)
 			if !ok {
-				return nil, errFallBack
+				return nil, ErrFallBack
 			}
 			cv, ok := columnValue(ctx, col, v)
 			if !ok {
-				return nil, errFallBack
+				return nil, ErrFallBack
 			}
 			nrow[s.ord] = cv
 		}
 		equal, err := row.Equals(ctx, nrow, p.sch)
 		if err != nil {
-			return nil, errFallBack
+			return nil, ErrFallBack
 		}
 		if !equal {
 			t.StatementBegin()
@@ -585,10 +540,10 @@ func (fc *fastCall) update(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 		}
 	}
 	affected := changed
-	if fc.s.Client().Capabilities&mysql.CapabilityClientFoundRows != 0 {
+	if ctx.Session.Client().Capabilities&mysql.CapabilityClientFoundRows != 0 {
 		affected = matched
 	}
-	lqi := fc.s.GetLastQueryInfo()
+	lqi := ctx.Session.GetLastQueryInfo()
 	lqi.FoundRows.Store(int64(matched))
 	lqi.RowCount.Store(int64(affected))
 	sql.IncrementStatusVariable(ctx, "Com_update", 1)
@@ -632,8 +587,9 @@ func addInt(v, arg any, sign int) (any, bool) {
 	return nil, false
 }
 
-func (fc *fastCall) delete(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, p *fastPlan, args []any) (*sqltypes.Result, error) {
-	row, found, err := fc.currentRow(ctx, t, st, p, args)
+func (p *Plan) delete(ctx *sql.Context, x Exec) (*sqltypes.Result, error) {
+	t := x.Txn
+	row, found, err := p.currentRow(ctx, t, x.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -647,21 +603,22 @@ func (fc *fastCall) delete(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 		t.StatementComplete()
 		affected = 1
 	}
-	fc.s.GetLastQueryInfo().RowCount.Store(int64(affected))
+	ctx.Session.GetLastQueryInfo().RowCount.Store(int64(affected))
 	sql.IncrementStatusVariable(ctx, "Com_delete", 1)
 	return &sqltypes.Result{RowsAffected: uint64(affected)}, nil
 }
 
-func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, p *fastPlan, args []any) (*sqltypes.Result, error) {
+func (p *Plan) insert(ctx *sql.Context, x Exec) (*sqltypes.Result, error) {
+	t, st, args := x.Txn, p.st, x.Args
 	if st.Kind == fastsql.Replace {
 		for _, ii := range p.info.Indexes {
 			if ii.Def.Unique {
-				return nil, errFallBack // which rows REPLACE removes: the general path
+				return nil, ErrFallBack // which rows REPLACE removes: the general path
 			}
 		}
 	}
-	if v, err := fc.s.GetSessionVariable(ctx, "sql_mode"); err != nil || strings.Contains(strings.ToUpper(toString(v)), "NO_AUTO_VALUE_ON_ZERO") {
-		return nil, errFallBack
+	if v, err := ctx.Session.GetSessionVariable(ctx, "sql_mode"); err != nil || strings.Contains(strings.ToUpper(toString(v)), "NO_AUTO_VALUE_ON_ZERO") {
+		return nil, ErrFallBack
 	}
 	autoOrd := p.info.AutoInc
 	var rows []sql.Row
@@ -671,11 +628,11 @@ func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 			if c.Default != nil {
 				d, err := c.Default.Eval(ctx, nil)
 				if err != nil {
-					return nil, errFallBack
+					return nil, ErrFallBack
 				}
 				cv, ok := defaultValue(ctx, c, d)
 				if !ok {
-					return nil, errFallBack
+					return nil, ErrFallBack
 				}
 				row[i] = cv
 			}
@@ -688,13 +645,13 @@ func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 			}
 			cv, ok := columnValue(ctx, p.sch[o], v)
 			if !ok {
-				return nil, errFallBack
+				return nil, ErrFallBack
 			}
 			row[o] = cv
 		}
 		for i, c := range p.sch {
 			if row[i] == nil && !c.Nullable && i != autoOrd {
-				return nil, errFallBack // the general path reports it
+				return nil, ErrFallBack // the general path reports it
 			}
 		}
 		rows = append(rows, row)
@@ -704,21 +661,21 @@ func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 	generated := false
 	if autoOrd >= 0 {
 		typ := p.sch[autoOrd].Type
-		inc, off := gmstable.AutoIncrementStep(ctx, fc.s)
+		inc, off := gmstable.AutoIncrementStep(ctx, ctx.Session)
 		for i, row := range rows {
 			if row[autoOrd] == nil {
-				id := fc.s.p.mgr.NextAutoIncrement(p.def.ID, inc, off)
+				id := x.Mgr.NextAutoIncrement(p.def.ID, inc, off)
 				cv, inRange, err := typ.Convert(ctx, id)
 				if err != nil || inRange != sql.InRange {
-					return nil, errFallBack
+					return nil, ErrFallBack
 				}
 				row[autoOrd] = cv
 				if !generated {
 					generated = true
-					fc.s.GetLastQueryInfo().LastInsertId.Store(int64(id))
+					ctx.Session.GetLastQueryInfo().LastInsertId.Store(int64(id))
 				}
 			} else if n, err := gmstable.AutoIncrementArg(ctx, row[autoOrd]); err == nil && n != 0 {
-				fc.s.p.mgr.PassAutoIncrement(p.def.ID, n)
+				x.Mgr.PassAutoIncrement(p.def.ID, n)
 			}
 			if i == 0 {
 				insertID = toUint64(row[autoOrd])
@@ -732,7 +689,7 @@ func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 			pk, err := p.info.EncodePK(ctx, row)
 			if err != nil {
 				t.StatementDiscard()
-				return nil, errFallBack
+				return nil, ErrFallBack
 			}
 			old, found, err := t.Get(ctx, p.info, pk, txn.CurrentExclusive)
 			if err != nil {
@@ -754,10 +711,10 @@ func (fc *fastCall) insert(ctx *sql.Context, t *txn.Txn, st *fastsql.Statement, 
 		affected++
 	}
 	t.StatementComplete()
-	fc.s.GetLastQueryInfo().RowCount.Store(int64(affected))
+	ctx.Session.GetLastQueryInfo().RowCount.Store(int64(affected))
 	if st.Kind == fastsql.Replace {
 		sql.IncrementStatusVariable(ctx, "Com_replace", 1)
-		insertID = uint64(fc.s.GetLastQueryInfo().LastInsertId.Load())
+		insertID = uint64(ctx.Session.GetLastQueryInfo().LastInsertId.Load())
 	} else {
 		sql.IncrementStatusVariable(ctx, "Com_insert", 1)
 	}

@@ -1,4 +1,4 @@
-package sqlengine
+package fastpath
 
 import (
 	"bytes"
