@@ -198,21 +198,25 @@ func (fc *fastCall) charset() string {
 	return fmt.Sprint(v)
 }
 
-// txn returns the transaction to run in: the session's open one, or a new
-// autocommit one (auto = true) that the caller commits.
+// txn returns the transaction to run in: the session's explicit one, or a
+// new autocommit one (auto = true) that the caller commits.
 func (fc *fastCall) txn(ctx *sql.Context) (*txn.Txn, bool, error) {
 	s := fc.s
+	explicit := s.inExplicitTransaction()
 	if t, ok := s.GetTransaction().(*Transaction); ok && t != nil {
-		if t.Aborted() {
-			return nil, false, nil
+		if explicit {
+			if t.Aborted() {
+				return nil, false, nil
+			}
+			t.NewStatement()
+			return t.Txn, false, nil
 		}
-		t.NewStatement()
-		return t.Txn, false, nil
+		// left behind by a failed autocommit statement: MySQL rolled that
+		// statement back, and this one commits on its own
+		s.CommandEnd()
 	}
-	if !s.GetIgnoreAutoCommit() {
-		if ac, err := s.GetSessionVariable(nil, "autocommit"); err == nil && sqlvalue.Truthy(ac) {
-			return s.p.mgr.Begin(s.txnOptions(ctx, sql.ReadWrite)), true, nil
-		}
+	if !explicit {
+		return s.p.mgr.Begin(s.txnOptions(ctx, sql.ReadWrite)), true, nil
 	}
 	// autocommit off, no transaction yet: start the session's
 	tx, err := s.StartTransaction(ctx, sql.ReadWrite)

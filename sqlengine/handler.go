@@ -567,6 +567,10 @@ func (h *Handler) run(ctx context.Context, c *mysql.Conn, query string, exec fun
 		if s != nil {
 			se = withMySQLMessage(se, s.GetCurrentDatabase(), query)
 			se = foreignKeyMessage(ctx, s, se, query)
+			// the message read the catalog after go-mysql-server's
+			// CommandEnd, through a transaction it gave the session
+			// (Provider.txnFor): a failed autocommit statement leaves none
+			s.CommandEnd()
 		}
 		return se
 	}

@@ -33,7 +33,13 @@ import (
 //	                  line (a line ending in \ goes on), on connection name
 //	                  (default "a"; each connection is its own session,
 //	                  logged in as u, default root, at its first use)
+//
+// Each file of testdata/handler runs on a node of its own.
 func TestHandler(t *testing.T) {
+	datadriven.Walk(t, "testdata/handler", runHandlerFile)
+}
+
+func runHandlerFile(t *testing.T, path string) {
 	h := startTestServer(t)
 	conns := map[string]*mysql.Conn{}
 	defer func() {
@@ -41,7 +47,7 @@ func TestHandler(t *testing.T) {
 			c.Close()
 		}
 	}()
-	datadriven.RunTest(t, "testdata/handler", func(t *testing.T, d *datadriven.TestData) string {
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd != "run" {
 			return fmt.Sprintf("unknown command %q\n", d.Cmd)
 		}

@@ -58,6 +58,7 @@ type Entry struct {
 // Plan binds a statement to a table definition.
 type Plan struct {
 	st   *fastsql.Statement
+	cat  *storage.Catalog // the plan holds in this catalog only
 	def  *storage.TableDef
 	info *storage.TableInfo
 	sch  sql.Schema
@@ -120,20 +121,27 @@ func (f *Cache) Statements() uint64 { return f.statements.Load() }
 // Statement is the recognised statement.
 func (e *Entry) Statement() *fastsql.Statement { return e.st }
 
-// Plan binds the entry to def, its table's current definition in cat
-// (sch is def's go-mysql-server schema): the plan made for def before, or
-// a new one. It is nil when the fast path does not run the statement on
-// that table.
+// Plan binds the entry to def, its table's definition in cat (sch is
+// def's go-mysql-server schema): the plan made in cat before, or a new
+// one. A plan holds for one catalog, not one table definition: a foreign
+// key or a trigger created since on another table, or on the database,
+// makes the fast path leave the table to the general path. It is nil when
+// the fast path does not run the statement on that table.
 func (e *Entry) Plan(def *storage.TableDef, cat *storage.Catalog, sch func(*storage.TableDef, *storage.TableInfo) sql.Schema) (*Plan, error) {
 	e.mu.Lock()
 	p := e.plan
 	e.mu.Unlock()
-	if p != nil && p.def == def {
+	if p != nil && p.cat == cat {
 		return p, nil
 	}
+	old := p
 	p, err := newPlan(e.st, def, cat, sch)
 	if err != nil || p == nil {
 		return nil, err
+	}
+	if old != nil && old.def == def {
+		// the result's columns depend on the table's definition only
+		p.fields.Store(old.fields.Load())
 	}
 	e.mu.Lock()
 	e.plan = p
@@ -228,7 +236,7 @@ func newPlan(st *fastsql.Statement, def *storage.TableDef, cat *storage.Catalog,
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{st: st, def: def, info: info, sch: schema(def, info), keyOrd: -1}
+	p := &Plan{st: st, cat: cat, def: def, info: info, sch: schema(def, info), keyOrd: -1}
 	for i, c := range def.Columns {
 		if st.Kind != fastsql.Select && (c.Generated != "" || c.OnUpdate != "" || c.Virtual) {
 			return nil, nil
