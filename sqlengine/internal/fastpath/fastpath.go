@@ -46,7 +46,8 @@ type Cache struct {
 	statements atomic.Uint64
 }
 
-// Entry is a recognised statement and its plan for one table version.
+// Entry is a recognised statement and its plan for the latest catalog it
+// ran in.
 type Entry struct {
 	st   *fastsql.Statement
 	lits []fastsql.Value // literals of a prepared statement's text
@@ -55,7 +56,7 @@ type Entry struct {
 	plan *Plan
 }
 
-// Plan binds a statement to a table definition.
+// Plan binds a statement to a table definition in one catalog.
 type Plan struct {
 	st   *fastsql.Statement
 	cat  *storage.Catalog // the plan holds in this catalog only
