@@ -139,14 +139,14 @@ func addTime(ctx *sql.Context, f *fixedCall, v []any, sign int64) (any, error) {
 	delta := time.Duration(sign*d.AsMicroseconds()) * time.Microsecond
 	asText := types.IsText(f.Type(ctx))
 	if t, ok := v[0].(time.Time); ok {
-		return datetimeResult(t.Add(delta), asText), nil
+		return datetimeResult(ctx, t.Add(delta), asText), nil
 	}
 	if s, ok := v[0].(string); ok && strings.Contains(s, "-") {
 		t, ok := toDatetime(ctx, s)
 		if !ok {
 			return nil, nil
 		}
-		return datetimeResult(t.Add(delta), true), nil
+		return datetimeResult(ctx, t.Add(delta), true), nil
 	}
 	base, err := types.Time.ConvertToTimespan(v[0])
 	if err != nil {
@@ -162,8 +162,13 @@ func addTime(ctx *sql.Context, f *fixedCall, v []any, sign int64) (any, error) {
 }
 
 // datetimeResult is t as ADDTIME gives it: the value, or for a string
-// argument MySQL's text (fractional digits only when there are any).
-func datetimeResult(t time.Time, asText bool) any {
+// argument MySQL's text (fractional digits only when there are any); NULL
+// with MySQL's warning 1441 past DATETIME's range (years 0 to 9999).
+func datetimeResult(ctx *sql.Context, t time.Time, asText bool) any {
+	if t.Year() < 0 || t.Year() > 9999 {
+		ctx.Warn(1441, "Datetime function: datetime field overflow")
+		return nil
+	}
 	if !asText {
 		return t
 	}
