@@ -733,6 +733,7 @@ var textRewrites = []textRewrite{
 	{"createSelectParens", createSelectParens, true}, // createselect.go: CREATE TABLE t (SELECT ...)
 	{"requireAnd", requireAnd, true},                 // require.go: REQUIRE SUBJECT '...' ISSUER '...'
 	{"synonyms", synonyms, true},                     // synonyms.go: LOCK TABLE, ALTER SCHEMA, IS UNKNOWN, ENGINE = 'InnoDB'
+	{"odbcEscapes", odbcEscapes, true},               // odbc.go: {fn f(...)}, {d '...'}, {oj ...}
 }
 
 // rewriteText turns a text statement into one go-mysql-server parses as
