@@ -80,32 +80,19 @@ type commitNotice struct {
 	pending           bool
 }
 
-// noteCommit records that lead, leading term, answered a read with index
-// and wakes the raft loop to commit up to it, unless raft knows already.
-func (n *Node) noteCommit(lead, term, index uint64) {
-	if index <= n.core.Committed() {
-		return
-	}
-	cn := &n.notice
+// note records that lead, leading term, answered a read with index.
+func (cn *commitNotice) note(lead, term, index uint64) {
 	cn.mu.Lock()
+	defer cn.mu.Unlock()
 	if term > cn.term || term == cn.term && index > cn.index || !cn.pending {
 		cn.lead, cn.term, cn.index, cn.pending = lead, term, index, true
 	}
-	cn.mu.Unlock()
-	select {
-	case n.noticec <- struct{}{}:
-	default:
-	}
 }
 
-// learnCommit hands the pending commit notice to the core (raft loop).
-func (n *Node) learnCommit() {
-	cn := &n.notice
+// take returns the pending notice, if any, and clears it.
+func (cn *commitNotice) take() (lead, term, index uint64, ok bool) {
 	cn.mu.Lock()
-	lead, term, index, ok := cn.lead, cn.term, cn.index, cn.pending
-	cn.pending = false
-	cn.mu.Unlock()
-	if ok {
-		n.core.LearnCommit(lead, term, index)
-	}
+	defer cn.mu.Unlock()
+	ok, cn.pending = cn.pending, false
+	return cn.lead, cn.term, cn.index, ok
 }

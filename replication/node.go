@@ -186,17 +186,16 @@ func memberKey(id uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte{}, memberPrefix...), id)
 }
 
-// Node is one replica: a Core driven by goroutines, a ticker and a
-// Transport, plus the waiting of local commits and causal reads.
+// Node drives a Replica with goroutines, a ticker, the wall clock and a
+// Transport, and makes local commits and causal reads wait for it.
 type Node struct {
 	cfg  Config
 	log  *slog.Logger
-	core *Core
+	rep  *Replica[waiter, *readWaiter]
+	core *Core // rep's
 	eng  *storage.Engine
 
-	// origin is the proposals' current origin, for the callers of Origin
-	// (n.mu is held to change it); originMu orders its records
-	origin   atomic.Uint64
+	// originMu orders the records of the origin (saveOrigin)
 	originMu sync.Mutex
 	// remoteWrites, when set, is told of every applied write-set of
 	// another origin (SetRemoteWriteObserver)
@@ -207,8 +206,7 @@ type Node struct {
 	unreachc chan uint64
 	handoffc chan leadRequest
 	recvc    chan *pb.Message
-	readc    chan struct{}
-	noticec  chan struct{} // wakes the raft loop for a commit notice
+	loopc    chan struct{} // wakes the raft loop for the replica's Loop
 	applyc   chan struct{} // wakes the apply stage
 	stopc    chan struct{}
 	done     chan struct{}
@@ -229,13 +227,6 @@ type Node struct {
 	processing atomic.Int64 // when the raft loop's Process began (unix ns); 0 outside it
 	desync     atomic.Bool  // wsrep_desync: ask no flow control of the others
 
-	mu    sync.Mutex
-	props *Proposals[waiter]
-
-	readMu sync.Mutex
-	reads  ReadQueue[*readWaiter] // causal reads waiting for ReadIndex rounds
-	notice commitNotice
-
 	// appliedCh is closed and replaced at every applied batch (the
 	// prepare workers watch it); WaitApplied's callers wait in
 	// appliedWaits for their own seqno.
@@ -251,17 +242,10 @@ type Node struct {
 	removedc    chan struct{} // closed when this node's removal applies
 	removedOnce sync.Once
 
-	// orphaned streaming transactions (stream.go): when the raft loop last
-	// looked, its Orphans, whether rollbacks are being proposed, and the
-	// ids of those rollbacks
-	orphanChecked time.Time
-	orphans       Orphans
-	rollingBack   atomic.Bool
-	// rollbacks counts the goroutines rolling back streams
-	// (rollbackStaleStreams, checkOrphanStreams); Stop waits for them, as
-	// they read the storage
-	rollbacks   sync.WaitGroup
-	rollbackSeq atomic.Uint64
+	// rollbacks counts the goroutines rolling back streaming
+	// transactions (rollbackStreams); Stop waits for them, as they read
+	// the storage
+	rollbacks sync.WaitGroup
 }
 
 // waiter is a local transaction waiting in Replicate for its outcome, or
@@ -328,22 +312,18 @@ func Start(cfg Config) (*Node, error) {
 		handoffc:  make(chan leadRequest),
 		removedc:  make(chan struct{}),
 		recvc:     make(chan *pb.Message, 4096),
-		readc:     make(chan struct{}, 1),
-		noticec:   make(chan struct{}, 1),
+		loopc:     make(chan struct{}, 1),
 		applyc:    make(chan struct{}, 1),
 		applied:   make(chan struct{}),
 		aheadc:    make(chan struct{}, 1),
 		flowDone:  make(chan struct{}),
 		syncDone:  make(chan struct{}),
 		flow:      NewFlow(cfg.FlowControl, time.Now()),
-		orphans:   Orphans{Timeout: orphanTimeout},
 		stopc:     make(chan struct{}),
 		done:      make(chan struct{}),
 		appliedCh: make(chan struct{}),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.initProposals()
-	n.rollbackSeq.Store(1 << 63) // ids no transaction of an incarnation uses
 	var bootstrap []Member
 	if cfg.Bootstrap {
 		bootstrap = []Member{cfg.Self}
@@ -353,19 +333,30 @@ func Start(cfg Config) (*Node, error) {
 		start := time.Now()
 		clock = func() time.Duration { return time.Since(start) } // monotonic
 	}
-	core, err := NewCore(CoreConfig{
-		Self: cfg.Self, ClusterName: cfg.ClusterName, Engine: cfg.Engine, Bootstrap: bootstrap,
-		ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks, SyncLog: cfg.SyncLog,
-		ViewTimeoutTicks: max(int(ViewTimeout/cfg.TickInterval), 2*cfg.ElectionTicks), Cert: cfg.Cert, LogRetentionBytes: cfg.LogRetentionBytes, Joiner: cfg.Joiner, Arbitrator: cfg.Arbitrator, Context: n.ctx, Logger: cfg.Logger,
-		PrepareAheadBytes: prepareAheadBytes, Now: time.Now, Clock: clock, TickInterval: cfg.TickInterval, OnApplied: n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.finishRead, OnQueued: n.wakeApply, OnMembers: n.onMembers, OnTransferred: n.onTransferred,
+	var sendLink func(to, ctx uint64) bool
+	if link, ok := cfg.Transport.(readLinker); ok {
+		sendLink = link.SendReadIndex
+	}
+	rep, err := NewReplica(ReplicaConfig[waiter, *readWaiter]{
+		Core: CoreConfig{
+			Self: cfg.Self, ClusterName: cfg.ClusterName, Engine: cfg.Engine, Bootstrap: bootstrap,
+			ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks, SyncLog: cfg.SyncLog,
+			ViewTimeoutTicks: max(int(ViewTimeout/cfg.TickInterval), 2*cfg.ElectionTicks), Cert: cfg.Cert, LogRetentionBytes: cfg.LogRetentionBytes, Joiner: cfg.Joiner, Arbitrator: cfg.Arbitrator, Context: n.ctx, Logger: cfg.Logger,
+			PrepareAheadBytes: prepareAheadBytes, Now: time.Now, Clock: clock, TickInterval: cfg.TickInterval, OnApplied: n.onApplied, OnQueued: n.wakeApply, OnMembers: n.onMembers,
+		},
+		Now: time.Now, LastOrigin: lastOrigin(cfg.Engine), NewOrigin: randomOrigin, Flow: n.flow,
+		Answer:       func(w waiter, out writeset.Outcome, err error) { w <- replicated{out: out, err: err} },
+		AnswerRead:   func(r *readWaiter, index uint64, err error) { r.ch <- readResult{index: index, err: err} },
+		SendReadLink: sendLink, Wake: n.wakeLoop, Rotated: n.saveOrigin,
 	})
 	if err != nil {
 		n.cancel()
 		return nil, err
 	}
-	n.core = core
+	n.rep, n.core = rep, rep.Core()
+	n.saveOrigin(rep.Origin())
 	if cfg.Transport != nil {
-		cfg.Transport.SetMembers(core.Members())
+		cfg.Transport.SetMembers(n.core.Members())
 	}
 	go n.run()
 	if cfg.StallDumpDir != "" {
@@ -379,10 +370,6 @@ func Start(cfg Config) (*Node, error) {
 		go n.flowLoop()
 	}
 	go n.learnClusterCommit()
-	if !cfg.Arbitrator {
-		n.rollbacks.Add(1)
-		go n.rollbackStaleStreams()
-	}
 	if cfg.SyncLog {
 		close(n.syncDone)
 	} else {
@@ -437,7 +424,7 @@ func (n *Node) Stop() {
 }
 
 // Origin implements txn.Replicator.
-func (n *Node) Origin() uint64 { return n.origin.Load() }
+func (n *Node) Origin() uint64 { return n.rep.Origin() }
 
 // SetRemoteWriteObserver makes the node call fn, on its apply goroutine,
 // after it applied a write-set that another origin (another node, or an
@@ -479,13 +466,14 @@ func (n *Node) run() {
 			stalls.note(n, "the raft loop did not tick", now.Sub(lastTick)-n.cfg.TickInterval)
 			lastTick = now
 			n.core.Tick()
-			n.tickChecks()
+			n.rep.Tick()
+			n.rollbackStreams()
 		case data := <-n.propc:
-			n.propose(data)
+			n.rep.Propose(data)
 			for more := true; more; {
 				select {
 				case data := <-n.propc:
-					n.propose(data)
+					n.rep.Propose(data)
 				default:
 					more = false
 				}
@@ -500,10 +488,8 @@ func (n *Node) run() {
 					more = false
 				}
 			}
-		case <-n.readc:
-			n.loopReads()
-		case <-n.noticec:
-			n.learnCommit()
+		case <-n.loopc:
+			n.rep.Loop()
 		case cc := <-n.confc:
 			n.core.ProposeConfChange(cc)
 		case id := <-n.unreachc:
@@ -544,6 +530,31 @@ func (n *Node) run() {
 			return
 		}
 	}
+}
+
+// rollbackStreams proposes the rollbacks of streaming transactions the
+// replica decides on (Replica.Rollbacks), each waited for in turn on a
+// goroutine of its own. Raft loop.
+func (n *Node) rollbackStreams() {
+	rbs := n.rep.Rollbacks(!n.cfg.Arbitrator && n.Recovered())
+	if len(rbs) == 0 {
+		return
+	}
+	n.rollbacks.Add(1)
+	go func() {
+		defer n.rollbacks.Done()
+		for _, rb := range rbs {
+			ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
+			out, err := n.Replicate(ctx, rb.WS)
+			cancel()
+			n.rep.RolledBack()
+			msg := "rolled back a streaming transaction of a member out of reach"
+			if rb.Stale {
+				msg = "rolled back a streaming transaction this node began before its restart"
+			}
+			n.log.Info(msg, "transaction", rb.WS.Stream.ID, "node", rb.WS.Stream.Node, "seqno", out.Seqno, "err", err)
+		}
+	}()
 }
 
 // wakeApply wakes the apply stage.
@@ -616,19 +627,6 @@ func (n *Node) applyNext(max int) (int, error) {
 	return k, nil
 }
 
-// propose proposes a local write-set; one this node drops at once (it
-// knows no leader at the moment) is proposed again at the next tick.
-func (n *Node) propose(data []byte) {
-	if n.core.Propose(data) == nil {
-		return
-	}
-	if id, ok := writeset.PeekID(data); ok {
-		n.mu.Lock()
-		n.props.Dropped(id)
-		n.mu.Unlock()
-	}
-}
-
 // prepareAheadBytes is the write-set size from which a node builds its
 // batch as soon as it reaches the log (Core.PrepareAhead).
 const prepareAheadBytes = 1 << 20
@@ -698,70 +696,16 @@ func (n *Node) prepareLoop(id int) {
 	}
 }
 
-// onLogged notes that a local write-set reached this node's raft log.
-func (n *Node) onLogged(id writeset.ID, index uint64) {
-	n.flow.Logged(id.Origin, time.Now())
-	n.mu.Lock()
-	n.props.Logged(id, index)
-	n.mu.Unlock()
-}
-
-// onOverwritten marks the local write-sets whose entries a new leader
-// replaced as no longer in the log (Proposals.Overwritten).
-func (n *Node) onOverwritten(from uint64) {
-	n.mu.Lock()
-	lost := n.props.Overwritten(from)
-	n.mu.Unlock()
-	if lost > 0 {
-		n.log.Info("a new leader replaced local write-sets in the log: they will be proposed again", "write_sets", lost, "from_index", from)
-	}
-}
-
-// onApplied answers the local transaction waiting for ws, if any.
+// onApplied counts the write-sets of other origins and tells the remote
+// write observer of them (before the replica answers a local waiter).
 func (n *Node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
-	if ws.ID.Origin != n.origin.Load() {
-		n.core.stats.Received.Add(1)
-		if f := n.remoteWrites.Load(); f != nil && out.Committed {
-			(*f)(ws, out.Seqno)
-		}
-	}
-	var settled Settled[waiter]
-	var ok bool
-	n.withProposals(func(p *Proposals[waiter]) { settled, ok = p.Outcome(ws.ID, out) })
-	if !ok {
+	if ws.ID.Origin == n.rep.Origin() {
 		return
 	}
-	if settled.Unknown {
-		n.log.Warn("a write-set proposed again failed certification as too old or a duplicate: an earlier copy may have committed, so its outcome is unknown", "id", ws.ID.String(), "seqno", out.Seqno, "reason", out.Reason)
-	} else if !out.Committed && out.Rejected == nil && out.Reason != certify.ReasonKey.String() {
-		// key conflicts are the workload's business; the others (too
-		// old, schema change) say something about the cluster
-		n.log.Info("a local transaction failed certification", "seqno", out.Seqno, "reason", out.Reason, "keys", len(ws.Keys))
+	n.core.stats.Received.Add(1)
+	if f := n.remoteWrites.Load(); f != nil && out.Committed {
+		(*f)(ws, out.Seqno)
 	}
-	n.settle(settled)
-}
-
-// onTransferred answers the local transactions whose write-sets a state
-// transfer covered: their outcome is in the transferred certification
-// records. The others keep waiting (they may still be ordered).
-func (n *Node) onTransferred() {
-	var done []Settled[waiter]
-	n.withProposals(func(p *Proposals[waiter]) { done = p.Transferred(n.core.Decided) })
-	for _, d := range done {
-		n.settle(d)
-	}
-}
-
-// settle answers a local transaction with its outcome.
-func (n *Node) settle(s Settled[waiter]) {
-	switch {
-	case s.Unknown:
-		s.Waiter <- replicated{err: ErrOutcomeUnknown}
-		return
-	case !s.Outcome.Committed && s.Outcome.Rejected == nil:
-		n.core.stats.CertFailures.Add(1)
-	}
-	s.Waiter <- replicated{out: s.Outcome}
 }
 
 func (n *Node) onMembers(members []Member, removed []uint64) {

@@ -2,10 +2,7 @@ package replication
 
 import (
 	"context"
-	"encoding/binary"
 	"time"
-
-	"go.etcd.io/raft/v3"
 
 	"github.com/certusdb/certus/writeset"
 )
@@ -26,25 +23,20 @@ func (n *Node) Replicate(ctx context.Context, ws *writeset.WriteSet) (writeset.O
 		return writeset.Outcome{}, ErrStopped
 	}
 	w := make(waiter, 1)
-	n.mu.Lock()
-	data := n.props.Submit(ws, n.cfg.Self.ID, w, time.Now(), n.core.Committed())
-	n.mu.Unlock()
-	n.core.stats.Replicated.Add(1)
-	n.core.stats.ReplicatedBytes.Add(uint64(len(data)))
-	n.countReplicated(ws)
+	data := n.rep.Submit(ws, w)
 	select {
 	case n.propc <- data:
 	case <-n.stopc:
 		return writeset.Outcome{}, ErrStopped
 	case <-ctx.Done():
-		n.abandon(ws.ID)
+		n.rep.Abandon(ws.ID)
 		return writeset.Outcome{}, ctx.Err()
 	}
 	select {
 	case res := <-w:
 		return res.out, res.err
 	case <-ctx.Done():
-		if !n.abandon(ws.ID) {
+		if !n.rep.Abandon(ws.ID) {
 			// the outcome came first: the caller gets it, not an unknown
 			// (it is sent just after it was taken from the proposals)
 			select {
@@ -63,47 +55,9 @@ func (n *Node) electionTimeout() time.Duration {
 	return n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks)
 }
 
-// abandon stops waiting for a write-set whose outcome is unknown
-// (Proposals.Abandon); false when it was not waiting any more.
-func (n *Node) abandon(id writeset.ID) bool {
-	var waiting bool
-	n.withProposals(func(p *Proposals[waiter]) { _, waiting = p.Abandon(id) })
-	return waiting
-}
-
-// tickChecks proposes again the write-sets whose proposal was lost, and
-// gives up on those too old to propose again and on all of them after an
-// election timeout outside a primary component (Proposals.Tick).
-func (n *Node) tickChecks() {
-	var due Due[waiter]
-	n.withProposals(func(p *Proposals[waiter]) {
-		due = p.Tick(time.Now(), n.electionTimeout(), n.core.Committed(), n.core.ReproposeHorizon(), n.core.Primary())
-	})
-	for _, w := range due.Lost {
-		w <- replicated{err: ErrOutcomeUnknown}
-	}
-	for _, w := range due.NotPrimary {
-		w <- replicated{err: ErrNotPrimary}
-	}
-	for _, r := range due.Again {
-		if r.Late {
-			n.log.Warn("proposing a write-set again: it is not in the raft log", "id", r.ID.String(), "bytes", len(r.Data))
-		}
-		n.propose(r.Data)
-	}
-	n.checkReadTimeout()
-	n.checkOrphanStreams()
-}
-
-func (n *Node) failAll(err error) {
-	n.mu.Lock()
-	n.props.Clear()
-	n.mu.Unlock()
-	n.readMu.Lock()
-	all := n.reads.Drain()
-	n.readMu.Unlock()
-	answer(all, readResult{err: err})
-}
+// failAll forgets the write-sets waiting (their callers wait for their
+// context or Stop) and answers the causal reads with err.
+func (n *Node) failAll(err error) { n.rep.Clear(err) }
 
 // readWaiter is a caller of ReadIndex waiting for its round.
 type readWaiter struct {
@@ -113,12 +67,6 @@ type readWaiter struct {
 type readResult struct {
 	index uint64
 	err   error
-}
-
-func answer(ws []*readWaiter, res readResult) {
-	for _, w := range ws {
-		w.ch <- res
-	}
 }
 
 // ReadIndex returns the cluster's commit index as of the call: every write
@@ -134,14 +82,10 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 // returns the wait for the answer: the leader's own index from its lease
 // at once, else a share of a round (see ReadIndex).
 func (n *Node) askReadIndex() func(context.Context) (uint64, error) {
-	if idx, _, ok := n.core.LeaseRead(); ok {
+	r := &readWaiter{ch: make(chan readResult, 1)}
+	if idx, ok := n.rep.Read(r); ok {
 		return func(context.Context) (uint64, error) { return idx, nil }
 	}
-	r := &readWaiter{ch: make(chan readResult, 1)}
-	n.readMu.Lock()
-	n.reads.Add(r)
-	n.readMu.Unlock()
-	n.startRead(false)
 	return func(ctx context.Context) (uint64, error) {
 		select {
 		case res := <-r.ch:
@@ -161,67 +105,12 @@ type readLinker interface {
 	SendReadIndex(to, ctx uint64) bool
 }
 
-// startRead starts a round for the pending requests (see ReadQueue.Start):
-// over the read link to a leader elsewhere, from any goroutine; else
-// through raft, which only the raft loop (onLoop) may ask, so other
-// goroutines wake it.
-func (n *Node) startRead(onLoop bool) {
-	lead := n.core.Lead()
-	link, _ := n.cfg.Transport.(readLinker)
-	useLink := link != nil && lead != raft.None && lead != n.cfg.Self.ID
-	if !useLink && !onLoop {
-		n.wakeReads()
-		return
-	}
-	n.readMu.Lock()
-	ctx, ok := n.reads.Start(time.Now(), useLink)
-	n.readMu.Unlock()
-	if !ok {
-		return
-	}
-	n.core.stats.ReadIndexRounds.Add(1)
-	if useLink {
-		if link.SendReadIndex(lead, ctx) {
-			n.core.stats.ReadLinkRounds.Add(1)
-			return
-		}
-		n.readMu.Lock()
-		n.reads.Unlink(ctx)
-		n.readMu.Unlock()
-		n.wakeReads()
-		return
-	}
-	n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
-}
-
-// wakeReads makes the raft loop start a round and ask raft for the rounds
-// whose read link broke.
-func (n *Node) wakeReads() {
+// wakeLoop makes the raft loop run the replica's Loop.
+func (n *Node) wakeLoop() {
 	select {
-	case n.readc <- struct{}{}:
+	case n.loopc <- struct{}{}:
 	default:
 	}
-}
-
-// loopReads is the raft loop's part of causal reads: rounds whose read
-// link broke go to raft, then a new round starts.
-func (n *Node) loopReads() {
-	n.readMu.Lock()
-	ctxs := n.reads.Reissue()
-	n.readMu.Unlock()
-	for _, ctx := range ctxs {
-		n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
-	}
-	n.startRead(true)
-}
-
-// finishRead answers the callers raft's ReadState serves (raft loop).
-func (n *Node) finishRead(rs raft.ReadState) {
-	if len(rs.RequestCtx) != 8 {
-		return
-	}
-	n.finishRound(binary.BigEndian.Uint64(rs.RequestCtx), rs.Index)
-	n.startRead(true)
 }
 
 // leaseRead implements Receiver (Core.LeaseRead).
@@ -237,65 +126,13 @@ func (n *Node) countPeerBytes(received, sent int) {
 	}
 }
 
-// finishLinkRead answers the callers of round ctx, which lead, leading
-// term, answered with index over the read link, and tells the raft loop
-// that index is committed (see LearnCommit).
+// finishLinkRead implements Receiver (Replica.LinkAnswer).
 func (n *Node) finishLinkRead(lead, ctx, index, term uint64) {
-	n.noteCommit(lead, term, index)
-	n.finishRound(ctx, index)
-	n.startRead(false)
+	n.rep.LinkAnswer(lead, ctx, index, term)
 }
 
-// readLinkDown sends the rounds asked over a read link that broke through
-// raft.
-func (n *Node) readLinkDown() {
-	n.readMu.Lock()
-	marked := n.reads.Unlink(0)
-	n.readMu.Unlock()
-	if marked {
-		n.wakeReads()
-	}
-}
-
-func (n *Node) finishRound(ctx, index uint64) {
-	n.readMu.Lock()
-	done := n.reads.Finish(ctx)
-	n.readMu.Unlock()
-	answer(done, readResult{index: index})
-}
-
-// checkReadTimeout fails the ReadIndex rounds that got no answer (no
-// leader, or the request was lost) after an election timeout; callers
-// retry.
-func (n *Node) checkReadTimeout() {
-	n.readMu.Lock()
-	failed := n.reads.Expire(time.Now(), n.electionTimeout())
-	n.readMu.Unlock()
-	if len(failed) == 0 {
-		return
-	}
-	err := ErrSyncWaitTimeout
-	if !n.Primary() {
-		err = ErrNotPrimary
-	}
-	answer(failed, readResult{err: err})
-	n.startRead(true)
-}
-
-// countReplicated adds a local write-set's keys and row changes to the
-// statistics.
-func (n *Node) countReplicated(ws *writeset.WriteSet) {
-	var keyBytes, dataBytes int
-	for _, k := range ws.Keys {
-		keyBytes += len(k.Key)
-	}
-	for _, op := range ws.Ops {
-		dataBytes += len(op.Key) + len(op.Value) + len(op.Payload)
-	}
-	n.core.stats.ReplicatedKeys.Add(uint64(len(ws.Keys)))
-	n.core.stats.ReplicatedKeyBytes.Add(uint64(keyBytes))
-	n.core.stats.ReplicatedDataBytes.Add(uint64(dataBytes))
-}
+// readLinkDown implements Receiver (Replica.LinkDown).
+func (n *Node) readLinkDown() { n.rep.LinkDown() }
 
 // WaitApplied blocks until the node has applied seqno.
 func (n *Node) WaitApplied(ctx context.Context, seqno uint64) error {
@@ -368,9 +205,7 @@ func (n *Node) Primary() bool { return n.core.Primary() }
 // Status returns the node's state.
 func (n *Node) Status() Status {
 	st := n.core.Status()
-	n.mu.Lock()
-	st.Waiting = n.props.Len()
-	n.mu.Unlock()
+	st.Waiting = n.rep.Waiting()
 	return st
 }
 

@@ -34,16 +34,12 @@ var keyOrigin = []byte{storage.SpaceReplication, 'O'}
 // incarnation gives its transactions and its streams' rollbacks.
 const retireSeq = 3 << 62
 
-// initProposals starts this run's incarnation; the one the last run left
-// in the data dir is retired.
-func (n *Node) initProposals() {
-	var last uint64
-	if v, ok, err := get(n.eng.DB(), keyOrigin); err == nil && ok && len(v) == 8 {
-		last = binary.BigEndian.Uint64(v)
+// lastOrigin is the origin the node's last run left in eng (0: none).
+func lastOrigin(eng *storage.Engine) uint64 {
+	if v, ok, err := get(eng.DB(), keyOrigin); err == nil && ok && len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
 	}
-	n.props = NewProposals[waiter](last, randomOrigin)
-	n.origin.Store(n.props.Origin())
-	n.saveOrigin()
+	return 0
 }
 
 // randomOrigin returns a new origin id.
@@ -53,29 +49,13 @@ func randomOrigin() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
-// withProposals runs f on the node's proposals under n.mu. When f started
-// a new incarnation, the node publishes it (Origin) and, once n.mu is
-// released, records it (saveOrigin).
-func (n *Node) withProposals(f func(p *Proposals[waiter])) {
-	n.mu.Lock()
-	f(n.props)
-	o := n.props.Origin()
-	rotated := o != n.origin.Load()
-	if rotated {
-		n.origin.Store(o)
-	}
-	n.mu.Unlock()
-	if rotated {
-		n.saveOrigin()
-	}
-}
-
 // saveOrigin records the node's current origin in the data dir, so the
-// incarnation a restart ends is retired too.
-func (n *Node) saveOrigin() {
+// incarnation a restart ends is retired too. It writes the current one,
+// not the one it was told of: two rotations racing leave the newest.
+func (n *Node) saveOrigin(uint64) {
 	n.originMu.Lock()
 	defer n.originMu.Unlock()
-	if err := n.eng.DB().Set(keyOrigin, binary.BigEndian.AppendUint64(nil, n.origin.Load()), pebble.Sync); err != nil {
+	if err := n.eng.DB().Set(keyOrigin, binary.BigEndian.AppendUint64(nil, n.rep.Origin()), pebble.Sync); err != nil {
 		n.log.Warn("cannot record this node's origin; a restart will not retire it", "err", err)
 	}
 }
@@ -85,16 +65,11 @@ func (n *Node) saveOrigin() {
 // The node calls it periodically; it costs nothing when there is nothing
 // to retire.
 func (n *Node) RetireOrigins(ctx context.Context) error {
-	n.mu.Lock()
-	olds := n.props.Retiring()
-	n.mu.Unlock()
-	for _, old := range olds {
+	for _, old := range n.rep.Retiring() {
 		if _, err := n.Replicate(ctx, Retirement(old, uint64(time.Now().UnixNano()))); err != nil {
 			return err
 		}
-		n.mu.Lock()
-		n.props.Retired(old)
-		n.mu.Unlock()
+		n.rep.Retired(old)
 		n.log.Debug("retired an earlier incarnation of this node", "origin", old)
 	}
 	return nil

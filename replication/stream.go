@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -86,22 +85,6 @@ func (c *Core) restoreStreams() error {
 	return nil
 }
 
-// rollbackStaleStreams ends, once the node has recovered after its start,
-// the streaming transactions it began before: the sessions that ran them
-// are gone, so they can never commit, and their locks would hold back
-// every other node's writes to their rows.
-func (n *Node) rollbackStaleStreams() {
-	defer n.rollbacks.Done()
-	for !n.Recovered() {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	n.rollbackStreamsOf([]uint64{n.cfg.Self.ID}, "rolled back a streaming transaction this node began before its restart")
-}
-
 // recordedKeys is the number of keys a stream commit recorded, for logs.
 func recordedKeys(v certify.Verdict) int {
 	if v.Record == nil {
@@ -110,11 +93,11 @@ func recordedKeys(v certify.Verdict) int {
 	return len(v.Record.Keys)
 }
 
-// orphanTimeout is how long a node may be out of the leader's reach before
+// OrphanTimeout is how long a node may be out of the leader's reach before
 // the leader rolls back its streaming transactions, as Galera does when a
 // node leaves the primary view (its evs.inactive_timeout is 15 s). Should
 // the node come back, their next fragment or commit fails (1213).
-const orphanTimeout = 15 * time.Second
+const OrphanTimeout = 15 * time.Second
 
 // InactiveMembers returns, on the leader, the members that have not
 // answered it within the last election timeout; nil elsewhere. It runs on
@@ -134,8 +117,8 @@ func (c *Core) InactiveMembers() []uint64 {
 
 // Orphans decides, on the leader, whose streaming transactions to roll
 // back: those of the members out of its reach (Core.InactiveMembers) for
-// longer than Timeout. It reads no clock: the Node asks it about once a
-// second with orphanTimeout, the simulator with its ticks.
+// longer than Timeout. It reads no clock: the replica asks it every
+// ReplicaConfig.OrphanCheck with the time its driver gives.
 type Orphans struct {
 	Timeout time.Duration
 	since   map[uint64]time.Time // when each inactive member was first seen so
@@ -176,43 +159,55 @@ func (o *Orphans) Look(now time.Time, core *Core) []uint64 {
 	return o.Check(now, open, inactive)
 }
 
-// checkOrphanStreams runs on the raft loop about once a second: on the
-// leader, the streaming transactions of a member out of reach for
-// orphanTimeout are rolled back (Orphans).
-func (n *Node) checkOrphanStreams() {
-	if time.Since(n.orphanChecked) < time.Second {
-		return
-	}
-	n.orphanChecked = time.Now()
-	orphans := n.orphans.Look(n.orphanChecked, n.core)
-	if len(orphans) == 0 || n.rollingBack.Load() {
-		return
-	}
-	n.rollingBack.Store(true)
-	n.rollbacks.Add(1)
-	go func() {
-		defer n.rollbacks.Done()
-		defer n.rollingBack.Store(false)
-		n.rollbackStreamsOf(orphans, "rolled back a streaming transaction of a member out of reach")
-	}()
+// Rollback is a rollback of a streaming transaction the node proposes,
+// and why.
+type Rollback struct {
+	WS *writeset.WriteSet
+	// Stale: the node began it before its restart (else its node is out
+	// of the leader's reach)
+	Stale bool
 }
 
-// rollbackStreamsOf proposes the rollback of every open streaming
-// transaction begun on one of nodes and waits for each.
-func (n *Node) rollbackStreamsOf(nodes []uint64, msg string) {
-	stored, err := n.eng.StoredStreams()
+// Rollbacks returns the streaming transactions the node rolls back now,
+// for the driver to submit; it calls RolledBack as each one ends. Once the
+// node recovered after its start, those it began before: the sessions
+// that ran them are gone, so they can never commit, and their locks would
+// hold back every other node's writes to their rows. And on the leader,
+// looked at every ReplicaConfig.OrphanCheck, those of the members out of
+// its reach for ReplicaConfig.Orphans (Orphans), unless earlier rollbacks
+// are still in flight. Raft loop.
+func (r *Replica[W, R]) Rollbacks(recovered bool) []Rollback {
+	var nodes []uint64
+	stale := false
+	if recovered && !r.staleDone {
+		r.staleDone, stale = true, true
+		nodes = []uint64{r.self}
+	} else if now := r.cfg.Now(); now.Sub(r.orphanChecked) >= r.cfg.OrphanCheck {
+		r.orphanChecked = now
+		if orphans := r.orphans.Look(now, r.core); r.rollingBack.Load() == 0 {
+			nodes = orphans
+		}
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	stored, err := r.core.eng.StoredStreams()
 	if err != nil {
-		n.log.Error("reading streaming transactions", "err", err)
-		return
+		r.log.Error("reading streaming transactions", "err", err)
+		return nil
 	}
-	for _, ws := range StreamRollbacks(stored, nodes, n.core.Applied()) {
-		ws.ID.Seq = n.rollbackSeq.Add(1)
-		ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
-		out, err := n.Replicate(ctx, ws)
-		cancel()
-		n.log.Info(msg, "transaction", ws.Stream.ID, "node", ws.Stream.Node, "seqno", out.Seqno, "err", err)
+	var out []Rollback
+	for _, ws := range StreamRollbacks(stored, nodes, r.core.Applied()) {
+		ws.ID.Seq = r.rollbackSeq.Add(1)
+		out = append(out, Rollback{WS: ws, Stale: stale})
 	}
+	r.rollingBack.Add(int64(len(out)))
+	return out
 }
+
+// RolledBack notes that a rollback Rollbacks returned ended (whatever its
+// outcome).
+func (r *Replica[W, R]) RolledBack() { r.rollingBack.Add(-1) }
 
 // StreamRollbacks returns the rollbacks of the open streaming transactions
 // of stored (storage's StoredStreams) that were begun on one of nodes, in

@@ -58,27 +58,20 @@ func (n *node) answerReadLink(m *pb.Message) {
 		Entries: []*pb.Entry{{Data: binary.BigEndian.AppendUint64(nil, a.Ctx)}}}})
 }
 
-// finishLinkRead is the follower's side of an answer, as
-// replication.Node's: it commits from the answer, then finishes the round.
+// finishLinkRead is the follower's side of an answer
+// (replication.Replica.LinkAnswer).
 func (n *node) finishLinkRead(m *pb.Message) {
-	if n.core.LearnCommit(m.GetFrom(), m.GetTerm(), m.GetIndex()) {
-		n.w.notices++
-		n.w.event("n%d commits up to %d from n%d's read answer (term %d)", n.id, m.GetIndex(), m.GetFrom(), m.GetTerm())
-	}
-	n.finishRound(binary.BigEndian.Uint64(m.GetEntries()[0].GetData()), m.GetIndex())
+	n.rep.LinkAnswer(m.GetFrom(), binary.BigEndian.Uint64(m.GetEntries()[0].GetData()), m.GetIndex(), m.GetTerm())
 }
 
 // linksDown breaks the read links to node id, which went down: the rounds
-// asked over them go through raft, as replication.Node.readLinkDown has
-// them.
+// asked over them go through raft (replication.Replica.LinkDown).
 func (w *world) linksDown(id uint64) {
 	for _, n := range w.nodes {
 		if !n.up || !n.links[id] {
 			continue
 		}
 		delete(n.links, id)
-		if n.reads.Unlink(0) {
-			n.loopReads()
-		}
+		n.rep.LinkDown()
 	}
 }

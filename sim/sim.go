@@ -1,9 +1,11 @@
-// Package sim runs N Certus replication cores in one goroutine on a
+// Package sim runs N Certus replicas (replication.Replica, the node's
+// logic a replication.Node drives in production) in one goroutine on a
 // simulated network and clock, injects faults from a seed and checks
-// invariants as it goes. The cores are the production code (raft, the raft
-// log and state in pebble on an in-memory crashable filesystem,
-// certification and apply); only the network, the clock and the clients
-// are simulated. The same seed gives the same run, event for event, and the
+// invariants as it goes. The replicas are the production code (raft, the
+// raft log and state in pebble on an in-memory crashable filesystem,
+// certification, apply, and the node's policy over its write-sets, reads
+// and stream rollbacks); only the network, the clock and the clients are
+// simulated. The same seed gives the same run, event for event, and the
 // same trace digest, so any failure replays from its seed:
 //
 //	certus sim --seed S
@@ -29,7 +31,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,7 +44,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/dolthub/go-mysql-server/sql"
-	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/certusdb/certus/certify"
@@ -435,6 +436,7 @@ func (w *world) step() {
 		}
 		n.core.Tick()
 		n.tickChecks()
+		n.loop()
 		if n.joining && w.tick%joinTicks == 0 {
 			n.join()
 		}
@@ -633,8 +635,11 @@ type node struct {
 	member replication.Member
 	fs     *vfs.MemFS
 	eng    *storage.Engine
-	core   *replication.Core
+	rep    *replication.Replica[*op, *op] // the node's logic (nil while down)
+	core   *replication.Core              // rep's
 	up     bool
+	// woken is set when the replica asked for its Loop (Wake)
+	woken bool
 
 	seq         uint64
 	restartAt   int64
@@ -646,16 +651,10 @@ type node struct {
 
 	clients []*client
 	locks   map[string]*client
-	props   *replication.Proposals[*op] // the write-sets of its clients' operations and its retirements
-	retire  *op                         // the retirement of an earlier incarnation in flight
-	// orphans decides, on the leader, whose streams to roll back;
-	// rollingBack counts those rollbacks in flight
-	orphans     replication.Orphans
-	rollingBack int
-	reads       replication.ReadQueue[*op]    // causal reads waiting for a ReadIndex round
-	links       map[uint64]bool               // the nodes it has read links to
-	indexed     replication.AppliedWaits[*op] // causal reads with their index, waiting for it to apply
-	lastApp     uint64
+	retire  *op                           // the retirement of an earlier incarnation in flight
+	links   map[uint64]bool               // the nodes it has read links to
+	indexed replication.AppliedWaits[*op] // causal reads with their index, waiting for it to apply
+	lastApp uint64
 
 	donor          *statetransfer.Donor
 	joiner         *statetransfer.Joiner
@@ -663,9 +662,6 @@ type node struct {
 	transferCancel context.CancelFunc
 	attempts       int  // donor connections of the current transfer
 	transferFailed bool // the node gave up a transfer: it goes down
-	// staleStreams is set from a start until the node rolled back the
-	// streaming transactions its previous incarnations left open.
-	staleStreams bool
 	// flow is the node's flow control (nil without Config.FlowControl)
 	flow *replication.Flow
 	// slowNext is when the slow member may apply its next write-set
@@ -690,40 +686,46 @@ func (n *node) open() error {
 	if n.joining {
 		bootstrap = nil // it waits to be added
 	}
-	core, err := replication.NewCore(replication.CoreConfig{
-		Self: n.member, ClusterName: "sim", Engine: eng, Bootstrap: bootstrap,
-		ClusterUUID: fmt.Sprintf("sim-%d", n.w.cfg.Seed), SyncLog: true,
-		Cert:              certify.Config{Window: n.w.cfg.CertWindow, MaxKeys: 1 << 20},
-		LogRetentionBytes: n.w.cfg.LogRetention,
-		PrepareAheadBytes: prepareAheadBytes(n.w.cfg.ParallelApply),
-		Joiner:            n.joiner,
-		Context:           n.transferCtx,
-		Logger:            n.w.log,
-		OnApplied:         n.onApplied, OnLogged: n.onLogged, OnOverwritten: n.onOverwritten, OnReadState: n.onReadState, OnTransferred: n.onTransferred, OnQueued: n.onQueued,
-		Clock:        n.w.clockTime,
-		TickInterval: simTick,
+	n.flow = nil
+	if n.w.cfg.FlowControl {
+		n.flow = replication.NewFlow(flowcontrol.Config{Limit: flowLimit}, n.w.now())
+	}
+	rep, err := replication.NewReplica(replication.ReplicaConfig[*op, *op]{
+		Core: replication.CoreConfig{
+			Self: n.member, ClusterName: "sim", Engine: eng, Bootstrap: bootstrap,
+			ClusterUUID: fmt.Sprintf("sim-%d", n.w.cfg.Seed), SyncLog: true,
+			Cert:              certify.Config{Window: n.w.cfg.CertWindow, MaxKeys: 1 << 20},
+			LogRetentionBytes: n.w.cfg.LogRetention,
+			PrepareAheadBytes: prepareAheadBytes(n.w.cfg.ParallelApply),
+			Joiner:            n.joiner,
+			Context:           n.transferCtx,
+			Logger:            n.w.log,
+			OnApplied:         n.onApplied, OnQueued: n.onQueued,
+			Clock:        n.w.clockTime,
+			TickInterval: simTick,
+		},
+		Now: n.w.now, Flow: n.flow,
+		// the earlier incarnation is retired, as a node's is after its restart
+		LastOrigin: n.lastOrigin,
+		NewOrigin: func() uint64 {
+			n.incarnation++
+			return n.id<<32 | uint64(n.incarnation)
+		},
+		Answer: n.answer, AnswerRead: n.answerRead, SendReadLink: n.sendReadLink,
+		Wake:    func() { n.woken = true },
+		Orphans: orphanTicks * simTick, OrphanCheck: orphanCheckTicks * simTick,
 	})
 	if err == nil {
-		err = core.FinishPendingTransfer()
+		err = rep.Core().FinishPendingTransfer()
 	}
 	if err != nil {
 		n.donor.Close()
 		eng.Close()
 		return fmt.Errorf("node %d: start: %w", n.id, err)
 	}
-	core.SetParallelApply(n.w.cfg.ParallelApply)
-	n.core, n.up = core, true
-	n.orphans, n.rollingBack = replication.Orphans{Timeout: orphanTicks * simTick}, 0
+	rep.Core().SetParallelApply(n.w.cfg.ParallelApply)
+	n.rep, n.core, n.up, n.woken = rep, rep.Core(), true, false
 	n.links = map[uint64]bool{}
-	n.staleStreams = true
-	if n.w.cfg.FlowControl {
-		n.flow = replication.NewFlow(flowcontrol.Config{Limit: flowLimit}, n.w.now())
-	}
-	// the earlier incarnation is retired, as a node's is after its restart
-	n.props = replication.NewProposals[*op](n.lastOrigin, func() uint64 {
-		n.incarnation++
-		return n.id<<32 | uint64(n.incarnation)
-	})
 	n.lastApp = eng.Applied()
 	return nil
 }
@@ -748,7 +750,7 @@ func (n *node) shutdown(crash bool) {
 	if crash {
 		n.fs = crashed
 	}
-	n.eng, n.core = nil, nil
+	n.eng, n.rep, n.core = nil, nil, nil
 }
 
 // crashClone is the disk as a crash now leaves it: what was synced and a
@@ -760,15 +762,16 @@ func (n *node) crashClone() *vfs.MemFS {
 
 func (n *node) crash() {
 	n.w.event("crash n%d applied=%d", n.id, n.eng.Applied())
+	rep := n.rep
 	n.shutdown(true)
-	n.restartAt = n.w.tick + int64(20+n.w.r.Intn(150))
 	// local transactions die with the node; their outcome is unknown
-	n.lastOrigin = n.props.Origin()
-	for _, o := range n.props.Clear() {
+	n.lastOrigin = rep.Origin()
+	for _, o := range rep.Clear(errCrashed) {
 		o.finish(outcomeUnknown)
 	}
+	n.restartAt = n.w.tick + int64(20+n.w.r.Intn(150))
 	n.locks = map[string]*client{}
-	n.reads, n.indexed = replication.ReadQueue[*op]{}, replication.AppliedWaits[*op]{}
+	n.indexed = replication.AppliedWaits[*op]{}
 	for _, c := range n.clients {
 		c.cur = nil
 	}
@@ -790,81 +793,87 @@ func (n *node) restart() {
 	n.w.event("restart n%d applied=%d", n.id, n.eng.Applied())
 }
 
-// tickChecks proposes again the write-sets whose proposal was lost, and
-// gives up on those too old to propose again or after an election timeout
-// outside a primary component, by replication.Proposals' policy, as
-// replication.Node does at each tick; and starts the retirement of an
-// earlier incarnation.
+// tickChecks runs the replica's periodic policy (re-proposal, giving up,
+// read rounds' timeout: Replica.Tick) and the node's rollback of orphaned
+// streams, and starts the retirement of an earlier incarnation, as
+// replication.Node does.
 func (n *node) tickChecks() {
-	due := n.props.Tick(n.w.now(), n.core.ElectionTimeout(), n.core.Committed(), n.core.ReproposeHorizon(), n.core.Primary())
-	for _, o := range due.Lost {
-		n.abandon(o)
-	}
-	for _, o := range due.NotPrimary {
-		n.w.event("n%d gives up on %v: not in a primary component", n.id, o.ws.ID)
-		n.abandon(o)
-	}
-	if n.w.tick%orphanCheckTicks == 0 {
-		n.checkOrphanStreams()
-	}
-	if olds := n.props.Retiring(); len(olds) > 0 && n.retire == nil && !n.w.quiet && n.ready() {
+	n.rep.Tick()
+	n.rollbackStreams()
+	if olds := n.rep.Retiring(); len(olds) > 0 && n.retire == nil && !n.w.quiet && n.ready() {
 		// as replication.Node.RetireOrigins, one at a time
 		n.seq++
 		ws := replication.Retirement(olds[0], n.seq)
 		n.retire = &op{n: n, kind: opRetire, ws: ws, pos: n.eng.Applied(), firstAt: n.w.tick}
 		n.w.event("n%d retires origin %x", n.id, olds[0])
-		n.propose(ws.ID, n.props.Submit(ws, n.id, n.retire, n.w.now(), n.core.Committed()))
+		n.rep.Propose(n.rep.Submit(ws, n.retire))
 	}
-	for _, r := range due.Again {
-		n.w.event("n%d re-proposes %v", n.id, r.ID)
-		n.propose(r.ID, r.Data)
+}
+
+// loop runs the replica's Loop when it asked for it (a node's raft loop
+// does so between its other events).
+func (n *node) loop() {
+	if !n.woken {
+		return
 	}
-	// rounds without an answer for an election timeout fail: their
-	// clients go on (a node's caller gets an error and retries)
-	if failed := n.reads.Expire(n.w.now(), n.core.ElectionTimeout()); len(failed) > 0 {
-		for _, o := range failed {
-			if o.c.cur == o {
-				o.c.cur = nil
-			}
+	n.woken = false
+	before := n.core.Stats().CommitNotices.Load()
+	n.rep.Loop()
+	if n.core.Stats().CommitNotices.Load() > before {
+		n.w.notices++
+		n.w.event("n%d commits up to %d from a read answer", n.id, n.core.Committed())
+	}
+}
+
+// errCrashed answers the reads of a node that crashed.
+var errCrashed = errors.New("sim: node crashed")
+
+// answer ends o with the outcome the replica gives it.
+func (n *node) answer(o *op, out writeset.Outcome, err error) {
+	switch {
+	case errors.Is(err, replication.ErrNotPrimary):
+		n.w.event("n%d gives up on %v: not in a primary component", n.id, o.ws.ID)
+		n.abandon(o)
+	case err != nil:
+		n.abandon(o)
+	default:
+		o.seqno = out.Seqno
+		if out.Committed {
+			o.finish(outcomeCommitted)
+		} else {
+			o.finish(outcomeFailed)
 		}
-		n.startRead()
 	}
 }
 
-// propose proposes a write-set of the node's clients; one the core drops
-// at once is proposed again at the next tick (as replication.Node does).
-func (n *node) propose(id writeset.ID, data []byte) {
-	if n.core.Propose(data) != nil {
-		n.props.Dropped(id)
+// answerRead gives a read its index, to wait for until it is applied; a
+// read that failed ends (a node's caller gets the error and retries).
+func (n *node) answerRead(o *op, index uint64, err error) {
+	if err != nil {
+		if o.c.cur == o {
+			o.c.cur = nil
+		}
+		return
 	}
+	o.readIndex = index
+	n.indexed.Add(index, o)
 }
 
-// abandon ends o, whose outcome is unknown (its node's Proposals started
-// a new incarnation, so the write-set is certified like another node's if
+// abandon ends o, whose outcome is unknown (its node's replica started a
+// new incarnation, so the write-set is certified like another node's if
 // it lands).
 func (n *node) abandon(o *op) {
 	o.finish(outcomeUnknown)
-	n.w.event("n%d abandons %v, new origin %x", n.id, o.ws.ID, n.props.Origin())
+	n.w.event("n%d abandons %v, new origin %x", n.id, o.ws.ID, n.rep.Origin())
 }
 
 // pendingWork reports whether local operations are still waiting.
 func (n *node) pendingWork() bool {
-	return n.props.Len() > 0 || n.reads.Len() > 0 || n.indexed.Len() > 0
+	return n.rep.Waiting() > 0 || n.rep.Reading() > 0 || n.indexed.Len() > 0
 }
 
 // onApplied checks every applied write-set against what the other nodes
-// decided at the same seqno and answers local clients.
-// onLogged and onOverwritten tell the node's proposals (as
-// replication.Node does).
-func (n *node) onLogged(id writeset.ID, index uint64) {
-	if n.flow != nil {
-		n.flow.Logged(id.Origin, n.w.now())
-	}
-	n.props.Logged(id, index)
-}
-
-func (n *node) onOverwritten(from uint64) { n.props.Overwritten(from) }
-
+// decided at the same seqno (the replica then answers local clients).
 func (n *node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 	w := n.w
 	s := out.Seqno
@@ -884,86 +893,6 @@ func (n *node) onApplied(ws *writeset.WriteSet, out writeset.Outcome) {
 		w.wsAt[s], w.okAt[s], w.digestAt[s] = ws.ID, ok, d
 		w.event("seq %d ws %v ok=%v reason=%q digest %s", s, ws.ID, ok, out.Reason, d)
 	}
-	if settled, waiting := n.props.Outcome(ws.ID, out); waiting {
-		o := settled.Waiter
-		if settled.Unknown {
-			n.abandon(o)
-			return
-		}
-		o.seqno = s
-		if ok {
-			o.finish(outcomeCommitted)
-		} else {
-			o.finish(outcomeFailed)
-		}
-	}
-}
-
-// onTransferred answers the pending operations whose write-sets a state
-// transfer covered, from the transferred certification records.
-func (n *node) onTransferred() {
-	for _, d := range n.props.Transferred(n.core.Decided) {
-		o := d.Waiter
-		if d.Unknown {
-			n.abandon(o)
-			continue
-		}
-		o.seqno = d.Outcome.Seqno
-		n.w.event("n%d learns %v from a state transfer: committed %v at seqno %d", n.id, o.ws.ID, d.Outcome.Committed, o.seqno)
-		if d.Outcome.Committed {
-			o.finish(outcomeCommitted)
-		} else {
-			o.finish(outcomeFailed)
-		}
-	}
-}
-
-func (n *node) onReadState(rs raft.ReadState) {
-	if len(rs.RequestCtx) != 8 {
-		return
-	}
-	n.finishRound(binary.BigEndian.Uint64(rs.RequestCtx), rs.Index)
-}
-
-// finishRound hands the reads round ctx serves their index, and starts
-// the next round.
-func (n *node) finishRound(ctx, index uint64) {
-	for _, o := range n.reads.Finish(ctx) {
-		o.readIndex = index
-		n.indexed.Add(o.readIndex, o)
-	}
-	n.startRead()
-}
-
-// startRead starts a round for the reads waiting, if ReadQueue.Start lets
-// one start, as replication.Node does: over the read link to a leader
-// elsewhere, else through raft; a link that is not up sends the round
-// through raft.
-func (n *node) startRead() {
-	lead := n.core.Lead()
-	link := lead != 0 && lead != n.id
-	ctx, ok := n.reads.Start(n.w.now(), link)
-	if !ok {
-		return
-	}
-	if link && n.sendReadLink(lead, ctx) {
-		return
-	}
-	if link {
-		n.reads.Unlink(ctx)
-		n.loopReads()
-		return
-	}
-	n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
-}
-
-// loopReads asks raft for the rounds whose read link broke, then starts a
-// round (replication.Node.loopReads).
-func (n *node) loopReads() {
-	for _, ctx := range n.reads.Reissue() {
-		n.core.ReadIndex(binary.BigEndian.AppendUint64(nil, ctx))
-	}
-	n.startRead()
 }
 
 // progress completes causal reads whose index is applied.
@@ -993,7 +922,7 @@ func (n *node) progress() {
 // write-sets (LastSeen).
 func (n *node) lowWatermark() uint64 {
 	low := n.eng.Applied()
-	for _, o := range n.props.Waiters() {
+	for _, o := range n.rep.Waiters() {
 		low = min(low, o.pos)
 	}
 	return low

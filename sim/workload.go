@@ -11,7 +11,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/dolthub/go-mysql-server/sql"
 
-	"github.com/certusdb/certus/replication"
 	"github.com/certusdb/certus/storage"
 	"github.com/certusdb/certus/writeset"
 )
@@ -83,8 +82,8 @@ func (c *client) step() {
 				c.cur = nil // the read is dropped where it waits
 			}
 		case w.tick-o.firstAt > abandonTicks:
-			// the client's deadline (replication.Node.abandon)
-			if _, ok := n.props.Abandon(o.ws.ID); ok {
+			// the client's deadline ends its wait (a session's context: replication.Replica.Abandon)
+			if n.rep.Abandon(o.ws.ID) {
 				n.abandon(o)
 			}
 		}
@@ -98,9 +97,6 @@ func (c *client) step() {
 			n.core.Propose(w.setupWriteSet().Encode(nil))
 		}
 		return
-	}
-	if n.staleStreams && n.eng.Applied() >= n.core.Committed() {
-		n.rollbackStaleStreams()
 	}
 	x := w.r.Intn(10)
 	if x >= 3 && x < 8 && !c.admitted() {
@@ -172,9 +168,9 @@ func (c *client) proposeAt(kind opKind, keys []string, def *storage.TableDef, ro
 		ws.Keys = append(ws.Keys, k)
 	}
 	o := &op{n: n, c: c, kind: kind, ws: ws, keys: keys, pos: pos, firstAt: w.tick}
-	data := n.props.Submit(ws, n.id, o, w.now(), n.core.Committed())
+	data := n.rep.Submit(ws, o)
 	c.cur = o
-	n.propose(ws.ID, data)
+	n.rep.Propose(data)
 	return o
 }
 
@@ -182,7 +178,7 @@ func (c *client) proposeAt(kind opKind, keys []string, def *storage.TableDef, ro
 // if it is lost, the node's next restart rolls the transaction back.
 func (n *node) rollbackStream(ws *writeset.WriteSet) {
 	n.seq++
-	ws.ID = writeset.ID{Origin: n.props.Origin(), Seq: n.seq}
+	ws.ID = writeset.ID{Origin: n.rep.Origin(), Seq: n.seq}
 	n.w.event("n%d rolls back stream %v", n.id, ws.Stream.ID)
 	n.core.Propose(ws.Encode(nil))
 }
@@ -196,41 +192,15 @@ const (
 	orphanCheckTicks = 10
 )
 
-// checkOrphanStreams rolls back, on the leader, the streaming transactions
-// of the members out of its reach for orphanTicks, and waits for the
-// rollbacks before it looks again, as replication.Node does.
-func (n *node) checkOrphanStreams() {
-	orphans := n.orphans.Look(n.w.now(), n.core)
-	if len(orphans) == 0 || n.rollingBack > 0 || n.w.quiet {
-		return
-	}
-	stored, err := n.eng.StoredStreams()
-	if err != nil {
-		n.w.fail("n%d: stored streams: %v", n.id, err)
-		return
-	}
-	for _, ws := range replication.StreamRollbacks(stored, orphans, n.core.Applied()) {
-		n.seq++
-		ws.ID.Seq = n.seq
-		o := &op{n: n, kind: opRollback, ws: ws, pos: n.eng.Applied(), firstAt: n.w.tick}
-		n.rollingBack++
-		n.w.event("n%d rolls back stream %v of n%d, out of reach", n.id, ws.Stream.ID, ws.Stream.Node)
-		n.propose(ws.ID, n.props.Submit(ws, n.id, o, n.w.now(), n.core.Committed()))
-	}
-}
-
-// rollbackStaleStreams rolls back, once caught up after a start, the
-// streaming transactions the node's earlier incarnations left open, as
-// replication.Node does.
-func (n *node) rollbackStaleStreams() {
-	n.staleStreams = false
-	stored, err := n.eng.StoredStreams()
-	if err != nil {
-		n.w.fail("n%d: stored streams: %v", n.id, err)
-		return
-	}
-	for _, ws := range replication.StreamRollbacks(stored, []uint64{n.id}, min(n.lowWatermark(), n.eng.Applied())) {
-		n.rollbackStream(ws)
+// rollbackStreams submits the rollbacks of streaming transactions the
+// replica decides on (replication.Replica.Rollbacks): once caught up after
+// a start, those its earlier incarnations left open; on the leader, those
+// of the members out of its reach.
+func (n *node) rollbackStreams() {
+	for _, rb := range n.rep.Rollbacks(n.ready() && n.eng.Applied() >= n.core.Committed()) {
+		o := &op{n: n, kind: opRollback, ws: rb.WS, pos: n.eng.Applied(), firstAt: n.w.tick}
+		n.w.event("n%d rolls back stream %v of n%d (stale %v)", n.id, rb.WS.Stream.ID, rb.WS.Stream.Node, rb.Stale)
+		n.rep.Propose(n.rep.Submit(rb.WS, o))
 	}
 }
 
@@ -288,15 +258,11 @@ func (c *client) read() {
 	w.clock++
 	o := &op{n: n, c: c, kind: opRead, reg: w.r.Intn(w.cfg.Registers), call: w.clock, firstAt: w.tick}
 	c.cur = o
-	// as replication.Node.ReadIndex: the leader's lease answers at once,
-	// else the read joins a round
-	if idx, _, ok := n.core.LeaseRead(); ok {
+	// the leader's lease answers at once, else the read joins a round
+	if idx, ok := n.rep.Read(o); ok {
 		o.readIndex = idx
 		n.indexed.Add(idx, o)
-		return
 	}
-	n.reads.Add(o)
-	n.startRead()
 }
 
 func (o *op) completeRead() {
@@ -317,14 +283,16 @@ func (o *op) completeRead() {
 func (o *op) finish(out outcome) {
 	c, n, w := o.c, o.n, o.n.w
 	if o.kind == opRollback {
-		n.rollingBack--
+		if n.rep != nil { // (else it crashed, and its replica with it)
+			n.rep.RolledBack()
+		}
 		w.event("n%d rolled back stream %v: %v at seqno %d", n.id, o.ws.Stream.ID, out, o.seqno)
 		return
 	}
 	if o.kind == opRetire {
 		n.retire = nil
 		if out == outcomeCommitted {
-			n.props.Retired(o.ws.ID.Origin)
+			n.rep.Retired(o.ws.ID.Origin)
 			w.event("n%d retired origin %x at seqno %d", n.id, o.ws.ID.Origin, o.seqno)
 		}
 		return
@@ -549,7 +517,10 @@ func (w *world) checkLinearizable() {
 		h[i] = porcupine.Operation{ClientId: o.client, Input: o.input, Output: o.output, Call: o.call, Return: o.ret}
 	}
 	for _, n := range w.nodes {
-		for _, o := range n.props.Waiters() {
+		if n.rep == nil {
+			continue
+		}
+		for _, o := range n.rep.Waiters() {
 			if o.kind == opWrite {
 				h = append(h, porcupine.Operation{ClientId: o.c.id, Input: regInput{write: true, reg: o.reg, val: o.val}, Call: o.call, Return: math.MaxInt64})
 			}
