@@ -99,11 +99,7 @@ func (n *Node) flowLoop() {
 		case <-n.stopc:
 			return
 		}
-		applied := n.eng.Applied() // first: the commit index read after it is not behind it
-		r, send := n.flow.Observe(time.Now(), FlowState{
-			Committed: n.core.Committed(), Applied: applied, Applying: n.core.Applying(),
-			CatchingUp: !n.Recovered() || n.core.Transferring() || n.desync.Load(),
-		})
+		r, send := n.rep.ObserveFlow(!n.Recovered() || n.desync.Load())
 		if !send || n.cfg.Transport == nil {
 			continue
 		}

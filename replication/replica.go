@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/raft/v3"
 
 	"github.com/certusdb/certus/certify"
+	"github.com/certusdb/certus/flowcontrol"
 	"github.com/certusdb/certus/writeset"
 )
 
@@ -439,6 +440,18 @@ func (r *Replica[W, R]) finishRound(ctx, index uint64) {
 	for _, w := range done {
 		r.cfg.AnswerRead(w, index, nil)
 	}
+}
+
+// ObserveFlow looks at the node's receive queue (Flow.Observe) and
+// returns the report to send to the other data members, if there is one;
+// catchingUp: the node is recovering or desynced (a state transfer in
+// progress counts as well). Any goroutine.
+func (r *Replica[W, R]) ObserveFlow(catchingUp bool) (flowcontrol.Report, bool) {
+	applied := r.core.Applied() // first: the commit index read after it is not behind it
+	return r.cfg.Flow.Observe(r.cfg.Now(), FlowState{
+		Committed: r.core.Committed(), Applied: applied, Applying: r.core.Applying(),
+		CatchingUp: catchingUp || r.core.Transferring(),
+	})
 }
 
 // Reading is the number of reads waiting for their round.

@@ -28,13 +28,11 @@ func isFlowReport(m *pb.Message) bool {
 	return len(m.GetContext()) >= len(flowCtx) && string(m.GetContext()[:len(flowCtx)]) == string(flowCtx)
 }
 
-// observeFlow looks at the node's receive queue as replication.Node's flow
-// loop does and sends the report, if there is one, to the other nodes.
+// observeFlow looks at the node's receive queue (Replica.ObserveFlow), as a
+// node's flow loop does, and sends the report, if there is one, to the
+// other nodes.
 func (n *node) observeFlow() {
-	r, send := n.flow.Observe(n.w.now(), replication.FlowState{
-		Committed: n.core.Committed(), Applied: n.eng.Applied(), Applying: n.core.Applying(),
-		CatchingUp: !n.ready() || n.core.Transferring(),
-	})
+	r, send := n.rep.ObserveFlow(!n.ready())
 	if !send {
 		return
 	}
