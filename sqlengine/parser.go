@@ -75,6 +75,7 @@ func (p rewritingParser) rewrite(ctx *sql.Context, text string, st ast.Statement
 		}
 	}
 	mysqlexpr.IntervalCalls(text, st)
+	mysqlexpr.WindowCalls(text, st)
 	mysqlexpr.FractionalSeconds(text, st)
 	timeColumns(st)
 	viewDatabase(st)

@@ -3,13 +3,14 @@
 // as text and their fractional seconds, TIME parts, ROUND and TRUNCATE
 // places, JSON paths, integer overflow, exact SUM and AVG, GROUP_CONCAT's
 // rows, dates compared with integers or past their month's end, INTERVAL
-// arithmetic and string results bounded by max_allowed_packet. What is
-// still different is listed in docs/COMPAT.md.
+// arithmetic, string results bounded by max_allowed_packet, and the window
+// functions it lacks (CUME_DIST, NTH_VALUE). What is still different is
+// listed in docs/COMPAT.md.
 //
 // Importing it wraps go-mysql-server's list of built-in functions (once,
 // in init, before an engine reads the list). The rest are hooks package
 // sqlengine installs where go-mysql-server lets it: the parsed statement
-// (IntervalCalls, FractionalSeconds), analyzer rules (FixGroupConcat,
+// (IntervalCalls, FractionalSeconds, WindowCalls), analyzer rules (FixGroupConcat,
 // ExactSums, TimeAsTextRule), the exec builder's expressions
 // (NumericDates, ExprRewrites), index range filters (ComparesIntLiteral,
 // ComparesPastMonthEnd) and the result rows sent to the client
@@ -32,6 +33,7 @@ func init() {
 	wrapBoundedStrings()
 	wrapNumbersAsText()
 	function.BuiltIns = append(function.BuiltIns, timeFuncs...)
+	WrapBuiltIns(function.BuiltIns, windowWraps)
 	wrapTimeParts()
 	wrapTextFuncs()
 }

@@ -137,7 +137,12 @@ func (f *fspFunc) Type(ctx *sql.Context) sql.Type {
 
 // Eval implements sql.Expression.
 func (f *fspFunc) Eval(ctx *sql.Context, row sql.Row) (any, error) {
+	warnings := warningCount(ctx)
 	v, err := f.Expression.Eval(ctx, row)
+	if err == nil && dateArithOverflow(ctx, f.Expression, row, v, warningCount(ctx) != warnings) {
+		ctx.Warn(1441, "Datetime function: datetime field overflow")
+		return nil, nil
+	}
 	if t, ok := v.(time.Time); ok && err == nil && f.fsp >= 0 {
 		unit := time.Second
 		for i := 0; i < f.fsp; i++ {

@@ -4,9 +4,11 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
@@ -173,4 +175,66 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// dateArithOverflow reports whether v, what DATE_ADD or DATE_SUB (e)
+// answered, stands for a date outside DATETIME's range (years 0 to 9999),
+// which MySQL answers with NULL and warning 1441. go-mysql-server answered
+// NULL without the warning past 9999, and a date of year -1 below year 0
+// (its lower bound is time.Date(0, 0, 0, ...), which is -0001-11-30). A
+// NULL go-mysql-server gave without a warning (warned: it gave one, about
+// the date or the interval) is checked by computing the sum again, which
+// only such a NULL pays for (computed again, a warning would be given
+// twice).
+func dateArithOverflow(ctx *sql.Context, e sql.Expression, row sql.Row, v any, warned bool) bool {
+	switch v := v.(type) {
+	case time.Time:
+		return v.Year() < 0
+	case string:
+		return strings.HasPrefix(v, "-")
+	case nil:
+		if warned {
+			return false
+		}
+	default:
+		return false
+	}
+	var date sql.Expression
+	var iv *expression.Interval
+	sign := 1
+	switch f := e.(type) {
+	case *function.DateAdd:
+		date, iv = f.Date, f.Interval
+	case *function.DateSub:
+		date, iv, sign = f.Date, f.Interval, -1
+	default:
+		return false
+	}
+	dv, err := date.Eval(ctx, row)
+	if err != nil || dv == nil {
+		return false
+	}
+	delta, err := iv.EvalDelta(ctx, row)
+	if err != nil || delta == nil {
+		return false
+	}
+	c, _, err := types.DatetimeMaxRange.Convert(ctx, dv)
+	t, ok := c.(time.Time)
+	if err != nil || !ok || t.Equal(types.ZeroTime) {
+		return false // (go-mysql-server warned of the date itself)
+	}
+	if sign > 0 {
+		t = delta.Add(t)
+	} else {
+		t = delta.Sub(t)
+	}
+	return t.Year() < 0 || t.Year() > 9999
+}
+
+// warningCount is the number of warnings of ctx's statement so far.
+func warningCount(ctx *sql.Context) uint16 {
+	if ctx == nil || ctx.Session == nil {
+		return 0
+	}
+	return ctx.WarningCount()
 }
