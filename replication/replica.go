@@ -15,9 +15,11 @@ import (
 )
 
 // Replica is the logic of one node without its IO: its Core, and what the
-// node decides about its own work on top of it, its write-sets from
-// submission to outcome (Proposals) and its causal reads' ReadIndex
-// rounds (ReadQueue, over a read link or through raft). A driver feeds it
+// node decides about its own work on top of it: its write-sets from
+// submission to outcome (Proposals), its causal reads' ReadIndex rounds
+// (ReadQueue, over a read link or through raft), the streaming
+// transactions it rolls back (Rollbacks) and what its flow control looks
+// at (ObserveFlow). A driver feeds it
 // events (a tick, a submission, a read, a read link's answer or loss) and
 // carries out what it asks for through ReplicaConfig's functions: answer a
 // waiter, send a read link's request, run Loop on the goroutine driving the
@@ -447,6 +449,9 @@ func (r *Replica[W, R]) finishRound(ctx, index uint64) {
 // catchingUp: the node is recovering or desynced (a state transfer in
 // progress counts as well). Any goroutine.
 func (r *Replica[W, R]) ObserveFlow(catchingUp bool) (flowcontrol.Report, bool) {
+	if r.cfg.Flow == nil {
+		return flowcontrol.Report{}, false
+	}
 	applied := r.core.Applied() // first: the commit index read after it is not behind it
 	return r.cfg.Flow.Observe(r.cfg.Now(), FlowState{
 		Committed: r.core.Committed(), Applied: applied, Applying: r.core.Applying(),
