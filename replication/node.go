@@ -533,26 +533,26 @@ func (n *Node) run() {
 }
 
 // rollbackStreams proposes the rollbacks of streaming transactions the
-// replica decides on (Replica.Rollbacks), each waited for in turn on a
-// goroutine of its own. Raft loop.
+// replica decides on (Replica.Rollbacks), reading them and waiting for
+// each in turn on a goroutine of its own. Raft loop.
 func (n *Node) rollbackStreams() {
-	rbs := n.rep.Rollbacks(!n.cfg.Arbitrator && n.Recovered())
-	if len(rbs) == 0 {
+	b, ok := n.rep.Rollbacks(!n.cfg.Arbitrator && n.Recovered())
+	if !ok {
 		return
+	}
+	msg := "rolled back a streaming transaction of a member out of reach"
+	if b.Stale {
+		msg = "rolled back a streaming transaction this node began before its restart"
 	}
 	n.rollbacks.Add(1)
 	go func() {
 		defer n.rollbacks.Done()
-		for _, rb := range rbs {
+		for _, ws := range n.rep.RollbacksOf(b) {
 			ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
-			out, err := n.Replicate(ctx, rb.WS)
+			out, err := n.Replicate(ctx, ws)
 			cancel()
 			n.rep.RolledBack()
-			msg := "rolled back a streaming transaction of a member out of reach"
-			if rb.Stale {
-				msg = "rolled back a streaming transaction this node began before its restart"
-			}
-			n.log.Info(msg, "transaction", rb.WS.Stream.ID, "node", rb.WS.Stream.Node, "seqno", out.Seqno, "err", err)
+			n.log.Info(msg, "transaction", ws.Stream.ID, "node", ws.Stream.Node, "seqno", out.Seqno, "err", err)
 		}
 	}()
 }

@@ -159,54 +159,59 @@ func (o *Orphans) Look(now time.Time, core *Core) []uint64 {
 	return o.Check(now, open, inactive)
 }
 
-// Rollback is a rollback of a streaming transaction the node proposes,
-// and why.
-type Rollback struct {
-	WS *writeset.WriteSet
-	// Stale: the node began it before its restart (else its node is out
-	// of the leader's reach)
+// RollbackBatch names whose open streaming transactions the node rolls
+// back (Replica.Rollbacks).
+type RollbackBatch struct {
+	Nodes []uint64
+	// Stale: the node's own, begun before its restart (else those of
+	// members out of the leader's reach)
 	Stale bool
 }
 
-// Rollbacks returns the streaming transactions the node rolls back now,
-// for the driver to submit; it calls RolledBack as each one ends. Once the
-// node recovered after its start, those it began before: the sessions
-// that ran them are gone, so they can never commit, and their locks would
-// hold back every other node's writes to their rows. And on the leader,
-// looked at every ReplicaConfig.OrphanCheck, those of the members out of
-// its reach for ReplicaConfig.Orphans (Orphans), unless earlier rollbacks
-// are still in flight. Raft loop.
-func (r *Replica[W, R]) Rollbacks(recovered bool) []Rollback {
-	var nodes []uint64
-	stale := false
+// Rollbacks decides whose streaming transactions the node rolls back now
+// (ok false: none). Once the node recovered after its start, those it
+// began before: the sessions that ran them are gone, so they can never
+// commit, and their locks would hold back every other node's writes to
+// their rows. And on the leader, looked at every ReplicaConfig.OrphanCheck,
+// those of the members out of its reach for ReplicaConfig.Orphans
+// (Orphans), unless earlier rollbacks are still in flight. The driver
+// reads them with RollbacksOf away from the raft loop, submits each, and
+// calls RolledBack as each one ends. Raft loop.
+func (r *Replica[W, R]) Rollbacks(recovered bool) (b RollbackBatch, ok bool) {
 	if recovered && !r.staleDone {
-		r.staleDone, stale = true, true
-		nodes = []uint64{r.self}
+		r.staleDone = true
+		b = RollbackBatch{Nodes: []uint64{r.self}, Stale: true}
 	} else if now := r.cfg.Now(); now.Sub(r.orphanChecked) >= r.cfg.OrphanCheck {
 		r.orphanChecked = now
 		if orphans := r.orphans.Look(now, r.core); r.rollingBack.Load() == 0 {
-			nodes = orphans
+			b.Nodes = orphans
 		}
 	}
-	if len(nodes) == 0 {
-		return nil
+	if len(b.Nodes) == 0 {
+		return b, false
 	}
+	r.rollingBack.Add(1) // the batch, until RollbacksOf counts its write-sets
+	return b, true
+}
+
+// RollbacksOf returns the rollbacks of b's open streaming transactions,
+// to submit. It reads every stored fragment, so it runs away from the
+// raft loop (any goroutine).
+func (r *Replica[W, R]) RollbacksOf(b RollbackBatch) []*writeset.WriteSet {
 	stored, err := r.core.eng.StoredStreams()
 	if err != nil {
 		r.log.Error("reading streaming transactions", "err", err)
-		return nil
 	}
-	var out []Rollback
-	for _, ws := range StreamRollbacks(stored, nodes, r.core.Applied()) {
+	out := StreamRollbacks(stored, b.Nodes, r.core.Applied())
+	for _, ws := range out {
 		ws.ID.Seq = r.rollbackSeq.Add(1)
-		out = append(out, Rollback{WS: ws, Stale: stale})
 	}
-	r.rollingBack.Add(int64(len(out)))
+	r.rollingBack.Add(int64(len(out)) - 1)
 	return out
 }
 
-// RolledBack notes that a rollback Rollbacks returned ended (whatever its
-// outcome).
+// RolledBack notes that a rollback RollbacksOf returned ended (whatever
+// its outcome).
 func (r *Replica[W, R]) RolledBack() { r.rollingBack.Add(-1) }
 
 // StreamRollbacks returns the rollbacks of the open streaming transactions

@@ -197,10 +197,14 @@ const (
 // a start, those its earlier incarnations left open; on the leader, those
 // of the members out of its reach.
 func (n *node) rollbackStreams() {
-	for _, rb := range n.rep.Rollbacks(n.ready() && n.eng.Applied() >= n.core.Committed()) {
-		o := &op{n: n, kind: opRollback, ws: rb.WS, pos: n.eng.Applied(), firstAt: n.w.tick}
-		n.w.event("n%d rolls back stream %v of n%d (stale %v)", n.id, rb.WS.Stream.ID, rb.WS.Stream.Node, rb.Stale)
-		n.rep.Propose(n.rep.Submit(rb.WS, o))
+	b, ok := n.rep.Rollbacks(n.ready() && n.eng.Applied() >= n.core.Committed())
+	if !ok {
+		return
+	}
+	for _, ws := range n.rep.RollbacksOf(b) {
+		o := &op{n: n, kind: opRollback, ws: ws, pos: n.eng.Applied(), firstAt: n.w.tick}
+		n.w.event("n%d rolls back stream %v of n%d (stale %v)", n.id, ws.Stream.ID, ws.Stream.Node, b.Stale)
+		n.rep.Propose(n.rep.Submit(ws, o))
 	}
 }
 
