@@ -140,7 +140,7 @@ func (f *fspFunc) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	warnings := warningCount(ctx)
 	v, err := f.Expression.Eval(ctx, row)
 	if err == nil && dateArithOverflow(ctx, f.Expression, row, v, warningCount(ctx) != warnings) {
-		ctx.Warn(1441, "Datetime function: datetime field overflow")
+		warnDatetimeOverflow(ctx)
 		return nil, nil
 	}
 	if t, ok := v.(time.Time); ok && err == nil && f.fsp >= 0 {

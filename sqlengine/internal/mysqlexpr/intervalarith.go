@@ -228,7 +228,7 @@ func dateArithOverflow(ctx *sql.Context, e sql.Expression, row sql.Row, v any, w
 	} else {
 		t = delta.Sub(t)
 	}
-	return t.Year() < 0 || t.Year() > 9999
+	return outsideDatetime(t)
 }
 
 // warningCount is the number of warnings of ctx's statement so far.

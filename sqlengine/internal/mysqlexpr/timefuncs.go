@@ -165,8 +165,8 @@ func addTime(ctx *sql.Context, f *fixedCall, v []any, sign int64) (any, error) {
 // argument MySQL's text (fractional digits only when there are any); NULL
 // with MySQL's warning 1441 past DATETIME's range (years 0 to 9999).
 func datetimeResult(ctx *sql.Context, t time.Time, asText bool) any {
-	if t.Year() < 0 || t.Year() > 9999 {
-		ctx.Warn(1441, "Datetime function: datetime field overflow")
+	if outsideDatetime(t) {
+		warnDatetimeOverflow(ctx)
 		return nil
 	}
 	if !asText {
@@ -176,6 +176,15 @@ func datetimeResult(ctx *sql.Context, t time.Time, asText bool) any {
 		return t.Format("2006-01-02 15:04:05.000000")
 	}
 	return t.Format("2006-01-02 15:04:05")
+}
+
+// outsideDatetime reports whether t is outside DATETIME's range (years 0
+// to 9999), where MySQL's date arithmetic answers NULL with warning 1441
+// (warnDatetimeOverflow).
+func outsideDatetime(t time.Time) bool { return t.Year() < 0 || t.Year() > 9999 }
+
+func warnDatetimeOverflow(ctx *sql.Context) {
+	ctx.Warn(1441, "Datetime function: datetime field overflow")
 }
 
 // clampTime is micros as a TIME, held to ±838:59:59 with MySQL's warning

@@ -14,9 +14,8 @@ import (
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/certusdb/certus/internal/sqllex"
-	"github.com/certusdb/certus/sqlengine/internal/treewalk"
-
 	"github.com/certusdb/certus/sqlengine/internal/sqlvalue"
+	"github.com/certusdb/certus/sqlengine/internal/treewalk"
 )
 
 // MySQL's window functions go-mysql-server does not have (it answered
@@ -133,16 +132,16 @@ func (c *cumeDist) WithWindow(ctx *sql.Context, w *sql.WindowDefinition) sql.Win
 
 // NewWindowFunction implements sql.WindowAdaptableExpression.
 func (c *cumeDist) NewWindowFunction(ctx *sql.Context) (sql.WindowFunction, error) {
-	return &peerRows{orderBy: c.Window().OrderBy.ToExpressions(), value: func(r *peerRows, peers sql.WindowInterval, _ sql.WindowBuffer) (any, error) {
+	return &peerRows{orderBy: c.Window().OrderBy.ToExpressions(), value: func(_ *sql.Context, r *peerRows, peers sql.WindowInterval, _ sql.WindowBuffer) (any, error) {
 		return float64(peers.End-r.start) / float64(r.end-r.start), nil
 	}}, nil
 }
 
 // nthValue is NTH_VALUE(expr, n): expr at the frame's nth row, NULL when
 // the frame has fewer rows (n is a positive integer constant; 0 stands
-// for any other argument, which fails as MySQL's 1210). Without a frame it is MySQL's default: from
-// the partition's first row to the current row's last peer (the whole
-// partition without an ORDER BY).
+// for any other argument, which fails as MySQL's 1210). Without a frame it
+// is MySQL's default: from the partition's first row to the current row's
+// last peer (the whole partition without an ORDER BY).
 type nthValue struct {
 	*window.FirstValue
 	n int64
@@ -215,7 +214,7 @@ func (f *nthValue) NewWindowFunction(ctx *sql.Context) (sql.WindowFunction, erro
 		}
 	}
 	n := int(f.n)
-	r.value = func(r *peerRows, iv sql.WindowInterval, buf sql.WindowBuffer) (any, error) {
+	r.value = func(ctx *sql.Context, r *peerRows, iv sql.WindowInterval, buf sql.WindowBuffer) (any, error) {
 		if n < 1 { // (an error before the first row leaves go-mysql-server's iterator nil)
 			return nil, mysql.NewSQLError(mysql.ERWrongArguments, "HY000", "Incorrect arguments to nth_value")
 		}
@@ -246,7 +245,7 @@ type peerRows struct {
 	framer     sql.WindowFramer
 	expr       sql.Expression
 	start, end int // the partition's rows
-	value      func(r *peerRows, iv sql.WindowInterval, buf sql.WindowBuffer) (any, error)
+	value      func(ctx *sql.Context, r *peerRows, iv sql.WindowInterval, buf sql.WindowBuffer) (any, error)
 }
 
 // Dispose implements sql.Disposable.
@@ -279,5 +278,5 @@ func (r *peerRows) Compute(ctx *sql.Context, iv sql.WindowInterval, buf sql.Wind
 	if iv.End <= iv.Start || r.end <= r.start {
 		return nil, nil
 	}
-	return r.value(r, iv, buf)
+	return r.value(ctx, r, iv, buf)
 }
